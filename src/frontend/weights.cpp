@@ -1,0 +1,35 @@
+// Weight-store lookups and the check of a store against a module's parameters.
+#include "frontend/weights.h"
+
+namespace agentcompile::frontend {
+
+const TensorInfo* WeightStore::find(const std::string& name) const {
+  for (const auto& info : tensors())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+Status check_weights(const ir::Module& module, const WeightStore& store) {
+  for (const auto& param : module.params) {
+    const TensorInfo* info = store.find(param.name);
+    if (!info) return error(ErrorCode::kNotFound, store.source() + ": missing tensor '" + param.name + "'");
+    std::vector<int64_t> expected;
+    for (const auto& dim : param.type.shape) expected.push_back(dim.value);
+    if (info->shape != expected) {
+      auto text = [](const std::vector<int64_t>& shape) {
+        std::string out = "[";
+        for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+        return out + "]";
+      };
+      return error(ErrorCode::kMismatch, store.source() + ": tensor '" + param.name + "' has shape " +
+                                             text(info->shape) + " but the config implies " + text(expected));
+    }
+    if (store.dtypes_are_exact() && info->dtype != param.type.dtype)
+      return error(ErrorCode::kMismatch, store.source() + ": tensor '" + param.name + "' is " +
+                                             std::string(ir::dtype_name(info->dtype)) + " but the config says " +
+                                             std::string(ir::dtype_name(param.type.dtype)));
+  }
+  return Status::ok();
+}
+
+}  // namespace agentcompile::frontend

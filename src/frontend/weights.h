@@ -1,0 +1,40 @@
+// A source of named weight tensors (a safetensors checkpoint or a GGUF file), seen through
+// Hugging Face tensor names so that every architecture builder works with either format.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agentcompile/status.h"
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace agentcompile::frontend {
+
+struct TensorInfo {
+  std::string name;             // Hugging Face name
+  ir::DType dtype;              // as stored (may be quantized for GGUF)
+  std::vector<int64_t> shape;   // row-major, outermost first (Hugging Face order)
+};
+
+class WeightStore {
+ public:
+  virtual ~WeightStore() = default;
+  virtual const std::vector<TensorInfo>& tensors() const = 0;
+  const TensorInfo* find(const std::string& name) const;
+  // Reads one tensor as f32, dequantizing as needed. Errors name the file and the tensor.
+  virtual Status read_f32(const std::string& name, std::vector<float>& out) const = 0;
+  // What the store was read from, for messages.
+  virtual std::string source() const = 0;
+  // True when tensors keep their checkpoint dtype (safetensors); false when stored dtypes are
+  // quantized encodings of the model's weights (GGUF), so dtype checks against the config are skipped.
+  virtual bool dtypes_are_exact() const = 0;
+};
+
+// Checks that the store holds every parameter of `module` with the declared shape (and, when the
+// store's dtypes are exact, the declared dtype). Errors name the store, the tensor and what disagrees.
+Status check_weights(const ir::Module& module, const WeightStore& store);
+
+}  // namespace agentcompile::frontend

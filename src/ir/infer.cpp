@@ -1,0 +1,239 @@
+// Result-type inference for every op, following the semantics documented in ir/ops.h.
+#include <algorithm>
+#include <cstdlib>
+
+#include "ir/graph.h"
+
+namespace agentcompile::ir {
+
+namespace {
+
+Status op_error(const Node& node, const std::string& what) {
+  return error(ErrorCode::kInvalidArgument, std::string(op_name(node.op)) + ": " + what);
+}
+
+bool is_scalar_i32(const TensorType& type) { return type.dtype == DType::kI32 && type.shape.empty(); }
+
+// Numpy broadcasting over trailing dims; a static 1 stretches to anything.
+Expected<Shape> broadcast_shapes(const Node& node, const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim* da = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
+    const Dim* db = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
+    if (!da) {
+      out[i] = *db;
+    } else if (!db) {
+      out[i] = *da;
+    } else if (*da == *db) {
+      out[i] = *da;
+    } else if (da->is_static() && da->value == 1) {
+      out[i] = *db;
+    } else if (db->is_static() && db->value == 1) {
+      out[i] = *da;
+    } else {
+      return op_error(node, "cannot broadcast " + shape_to_string(a) + " with " + shape_to_string(b));
+    }
+  }
+  return out;
+}
+
+// Normalizes a possibly negative axis; returns -1 when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < 0) axis += r;
+  return axis >= 0 && axis < r ? axis : -1;
+}
+
+// Element counts agree when the static products agree and the symbols appear equally often.
+bool same_elements(const Shape& a, const Shape& b) {
+  auto count = [](const Shape& s, Symbol sym) {
+    return std::count_if(s.begin(), s.end(), [&](const Dim& d) { return d.symbol == sym; });
+  };
+  return static_elements(a) == static_elements(b) && count(a, Symbol::kT) == count(b, Symbol::kT) &&
+         count(a, Symbol::kL) == count(b, Symbol::kL);
+}
+
+}  // namespace
+
+Expected<TensorType> infer_result_type(const Module& module, const Function& function, const Node& node) {
+  const OpInfo& info = op_info(node.op);
+  const int operand_count = static_cast<int>(node.operands.size());
+  if (operand_count < info.min_operands || operand_count > info.max_operands)
+    return op_error(node, "takes " + std::to_string(info.min_operands) + ".." + std::to_string(info.max_operands) +
+                              " operands, got " + std::to_string(operand_count));
+  std::vector<TensorType> in;
+  for (ValueId id : node.operands) {
+    if (id < 0 || id >= static_cast<ValueId>(function.values.size()))
+      return op_error(node, "operand %" + std::to_string(id) + " is not a value of " + function.name);
+    in.push_back(function.type(id));
+  }
+
+  switch (node.op) {
+    case OpKind::kWeight: {
+      const std::string name = node.string_attr("name");
+      const ParamDecl* param = module.find_param(name);
+      if (!param) return op_error(node, "module has no parameter named '" + name + "'");
+      return param->type;
+    }
+    case OpKind::kEmbedding: {
+      if (in[0].shape.size() != 2) return op_error(node, "table must be rank 2, got " + in[0].to_string());
+      if (in[1].dtype != DType::kI32 || in[1].shape.size() != 1)
+        return op_error(node, "ids must be i32[T], got " + in[1].to_string());
+      return TensorType{in[0].dtype, {in[1].shape[0], in[0].shape[1]}};
+    }
+    case OpKind::kLinear: {
+      const auto& x = in[0];
+      const auto& w = in[1];
+      if (x.shape.empty() || w.shape.size() != 2)
+        return op_error(node, "expects x[...,K] and w[N,K], got " + x.to_string() + " and " + w.to_string());
+      if (x.shape.back() != w.shape[1])
+        return op_error(node, "K of x " + x.to_string() + " differs from K of w " + w.to_string());
+      if (in.size() == 3 && (in[2].shape.size() != 1 || in[2].shape[0] != w.shape[0]))
+        return op_error(node, "bias " + in[2].to_string() + " does not match N of w " + w.to_string());
+      Shape out(x.shape.begin(), x.shape.end() - 1);
+      out.push_back(w.shape[0]);
+      return TensorType{x.dtype, out};
+    }
+    case OpKind::kMatmul: {
+      const auto& a = in[0];
+      const auto& b = in[1];
+      if (a.shape.size() < 2 || a.shape.size() != b.shape.size())
+        return op_error(node, "operands must have equal rank >= 2, got " + a.to_string() + " and " + b.to_string());
+      const size_t r = a.shape.size();
+      for (size_t i = 0; i + 2 < r; ++i)
+        if (a.shape[i] != b.shape[i]) return op_error(node, "batch dims differ: " + a.to_string() + " vs " + b.to_string());
+      if (a.shape[r - 1] != b.shape[r - 2])
+        return op_error(node, "inner dims differ: " + a.to_string() + " vs " + b.to_string());
+      Shape out(a.shape.begin(), a.shape.end() - 1);
+      out.push_back(b.shape[r - 1]);
+      return TensorType{a.dtype, out};
+    }
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv: {
+      if (in[0].dtype != in[1].dtype)
+        return op_error(node, "dtypes differ: " + in[0].to_string() + " vs " + in[1].to_string());
+      AC_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(node, in[0].shape, in[1].shape));
+      return TensorType{in[0].dtype, out};
+    }
+    case OpKind::kSilu:
+    case OpKind::kExp:
+    case OpKind::kNeg:
+      if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
+      return in[0];
+    case OpKind::kCast: {
+      auto dtype = parse_dtype(node.string_attr("dtype"));
+      if (!dtype || is_quantized(*dtype)) return op_error(node, "attr dtype '" + node.string_attr("dtype") + "' is not a plain dtype");
+      return TensorType{*dtype, in[0].shape};
+    }
+    case OpKind::kRmsNorm: {
+      if (in[0].shape.empty() || in[1].shape.size() != 1 || in[1].shape[0] != in[0].shape.back())
+        return op_error(node, "weight " + in[1].to_string() + " does not match last axis of " + in[0].to_string());
+      if (!node.attrs.count("eps")) return op_error(node, "missing attr eps");
+      return in[0];
+    }
+    case OpKind::kRope: {
+      if (in[0].shape.size() != 3) return op_error(node, "x must be [T, heads, D], got " + in[0].to_string());
+      if (!is_scalar_i32(in[1])) return op_error(node, "pos must be i32[], got " + in[1].to_string());
+      const Dim& d = in[0].shape[2];
+      if (!d.is_static() || d.value % 2 != 0) return op_error(node, "head dim must be static and even");
+      const std::string scaling = node.string_attr("scaling", "none");
+      if (scaling != "none" && scaling != "llama3") return op_error(node, "unknown scaling '" + scaling + "'");
+      if (node.float_attr("theta") <= 0) return op_error(node, "attr theta must be positive");
+      return in[0];
+    }
+    case OpKind::kReshape:
+    case OpKind::kView: {
+      const Shape target = node.dims_attr("shape");
+      if (!same_elements(in[0].shape, target))
+        return op_error(node, "cannot reshape " + in[0].to_string() + " to " + shape_to_string(target));
+      return TensorType{in[0].dtype, target};
+    }
+    case OpKind::kTranspose: {
+      const auto perm = node.dims_attr("perm");
+      const size_t rank = in[0].shape.size();
+      std::vector<bool> seen(rank, false);
+      if (perm.size() != rank) return op_error(node, "perm has wrong length for " + in[0].to_string());
+      Shape out;
+      for (const Dim& p : perm) {
+        if (!p.is_static() || p.value < 0 || p.value >= static_cast<int64_t>(rank) || seen[p.value])
+          return op_error(node, "perm " + shape_to_string(perm) + " is not a permutation");
+        seen[p.value] = true;
+        out.push_back(in[0].shape[p.value]);
+      }
+      return TensorType{in[0].dtype, out};
+    }
+    case OpKind::kSlice: {
+      const int64_t axis = normalize_axis(node.int_attr("axis"), in[0].shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      const int64_t start = node.int_attr("start");
+      const int64_t length = node.int_attr("length", 0);
+      if (length < 1) return op_error(node, "attr length must be >= 1");
+      const Dim& dim = in[0].shape[axis];
+      if (dim.is_static()) {
+        const int64_t begin = start < 0 ? start + dim.value : start;
+        if (begin < 0 || begin + length > dim.value)
+          return op_error(node, "slice [" + std::to_string(start) + ", +" + std::to_string(length) +
+                                    ") out of range of " + in[0].to_string());
+      } else if (start < 0 && -start < length) {
+        return op_error(node, "slice from the end runs past the end");
+      }
+      Shape out = in[0].shape;
+      out[axis] = Dim::of(length);
+      return TensorType{in[0].dtype, out};
+    }
+    case OpKind::kBroadcast: {
+      const Shape target = node.dims_attr("shape");
+      AC_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(node, in[0].shape, target));
+      if (out != target) return op_error(node, "cannot broadcast " + in[0].to_string() + " to " + shape_to_string(target));
+      return TensorType{in[0].dtype, target};
+    }
+    case OpKind::kKvAppend: {
+      const std::string state_name = node.string_attr("state");
+      const StateDecl* state = module.find_state(state_name);
+      if (!state) return op_error(node, "module has no state named '" + state_name + "'");
+      if (in[0].shape.size() != 3 || state->type.shape.size() != 3 || in[0].shape[1] != state->type.shape[1] ||
+          in[0].shape[2] != state->type.shape[2] || in[0].dtype != state->type.dtype)
+        return op_error(node, "x " + in[0].to_string() + " does not fit state " + state_name + " " + state->type.to_string());
+      if (!is_scalar_i32(in[1])) return op_error(node, "pos must be i32[], got " + in[1].to_string());
+      return state->type;
+    }
+    case OpKind::kAttention: {
+      const auto& q = in[0];
+      const auto& k = in[1];
+      const auto& v = in[2];
+      if (q.shape.size() != 3 || k.shape.size() != 3 || v.shape != k.shape)
+        return op_error(node, "expects q[T,NH,D], k and v [L,KV,D], got " + q.to_string() + ", " + k.to_string() + ", " + v.to_string());
+      if (q.shape[2] != k.shape[2]) return op_error(node, "head dims differ: " + q.to_string() + " vs " + k.to_string());
+      if (!q.shape[1].is_static() || !k.shape[1].is_static() || k.shape[1].value == 0 ||
+          q.shape[1].value % k.shape[1].value != 0)
+        return op_error(node, "query heads must be a multiple of kv heads: " + q.to_string() + " vs " + k.to_string());
+      if (!is_scalar_i32(in[3])) return op_error(node, "pos must be i32[], got " + in[3].to_string());
+      if (!node.attrs.count("scale")) return op_error(node, "missing attr scale");
+      return q;
+    }
+    case OpKind::kSoftmax:
+      if (normalize_axis(node.int_attr("axis", -1), in[0].shape.size()) < 0)
+        return op_error(node, "axis out of range for " + in[0].to_string());
+      return in[0];
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceMean:
+    case OpKind::kArgmax: {
+      const int64_t axis = normalize_axis(node.int_attr("axis", -1), in[0].shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      Shape out = in[0].shape;
+      const bool keepdim = node.op != OpKind::kArgmax && node.int_attr("keepdim", 0) != 0;
+      if (keepdim)
+        out[axis] = Dim::of(1);
+      else
+        out.erase(out.begin() + axis);
+      return TensorType{node.op == OpKind::kArgmax ? DType::kI32 : in[0].dtype, out};
+    }
+  }
+  return op_error(node, "no type rule");
+}
+
+}  // namespace agentcompile::ir
