@@ -1,0 +1,77 @@
+// `agentcompile inspect MODEL`: the IR, node counts per function and parameter counts by group.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "commands.h"
+#include "frontend/model_builder.h"
+#include "frontend/model_source.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+
+namespace agentcompile::tools {
+
+namespace {
+
+std::string with_commas(int64_t value) {
+  std::string digits = std::to_string(value);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), ",");
+  return digits;
+}
+
+// Groups parameters by what they are part of: embedding, attention, mlp, norms, lm_head.
+std::string param_group(const std::string& name) {
+  if (name.find("embed_tokens") != std::string::npos) return "embedding";
+  if (name.rfind("lm_head", 0) == 0) return "lm_head";
+  if (name.find("norm") != std::string::npos && name.find("self_attn") == std::string::npos) return "norms";
+  if (name.find("self_attn") != std::string::npos) return "attention";
+  if (name.find(".mlp.") != std::string::npos) return "mlp";
+  return "other";
+}
+
+void run_inspect(const std::string& model_path, bool print_ir) {
+  auto source = frontend::open_model(model_path, /*with_weights=*/false);
+  if (!source) fail(source.status().to_string());
+  auto module = frontend::build_module(source->config);
+  if (!module) fail(module.status().to_string());
+  if (Status status = ir::verify_module(*module); !status) fail(status.to_string());
+
+  const auto& c = source->config;
+  std::printf("model: %s (%s, %s)\n", model_path.c_str(), c.model_type.c_str(), frontend::model_format_name(source->format));
+  std::printf("  hidden %lld, intermediate %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, vocab %lld, %s, %s\n",
+              (long long)c.hidden_size, (long long)c.intermediate_size, (long long)c.num_layers, (long long)c.num_heads,
+              (long long)c.num_kv_heads, (long long)c.head_dim, (long long)c.vocab_size,
+              c.tie_word_embeddings ? "tied embeddings" : "untied embeddings", std::string(ir::dtype_name(c.dtype)).c_str());
+  if (print_ir) std::printf("\n%s\n", ir::print_module(*module).c_str());
+
+  for (const auto& function : module->functions) {
+    std::map<std::string, int> counts;
+    for (const auto& node : function.nodes) ++counts[std::string(ir::op_name(node.op))];
+    std::printf("function %s: %zu nodes\n", function.name.c_str(), function.nodes.size());
+    for (const auto& [op, count] : counts) std::printf("  %-12s %6d\n", op.c_str(), count);
+  }
+
+  std::map<std::string, int64_t> groups;
+  int64_t total = 0;
+  for (const auto& param : module->params) {
+    const int64_t count = ir::static_elements(param.type.shape);
+    groups[param_group(param.name)] += count;
+    total += count;
+  }
+  std::printf("parameters by group:\n");
+  for (const auto& [group, count] : groups) std::printf("  %-10s %18s\n", group.c_str(), with_commas(count).c_str());
+  std::printf("parameters: %s\n", with_commas(total).c_str());
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "Print a model's IR, node counts and parameter counts (needs only config.json)");
+  auto model = std::make_shared<std::string>();
+  auto no_ir = std::make_shared<bool>(false);
+  cmd->add_option("model", *model, "HF checkpoint directory, config.json, or .gguf file")->required();
+  cmd->add_flag("--no-ir", *no_ir, "Skip printing the IR");
+  cmd->callback([model, no_ir] { run_inspect(*model, !*no_ir); });
+}
+
+}  // namespace agentcompile::tools
