@@ -1,0 +1,193 @@
+// Region formation (see regions.h for the rules).
+#include "analysis/regions.h"
+
+#include <algorithm>
+
+#include "analysis/use_def.h"
+
+namespace agentcompile::analysis {
+
+using ir::OpClass;
+using ir::OpKind;
+
+const char* region_kind_name(RegionKind kind) {
+  switch (kind) {
+    case RegionKind::kGather: return "gather";
+    case RegionKind::kMatmul: return "matmul";
+    case RegionKind::kFusion: return "fusion";
+    case RegionKind::kAttention: return "attention";
+    case RegionKind::kCopy: return "copy";
+  }
+  return "?";
+}
+
+bool is_view_node(const ir::Node& node) {
+  switch (node.op) {
+    case OpKind::kReshape:
+    case OpKind::kView:
+    case OpKind::kBroadcast:
+      return true;
+    case OpKind::kSlice:
+      return node.int_attr("axis") == 0;  // a row range of a row-major buffer: an offset, no copy
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+bool is_epilogue_op(OpKind op) {
+  return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kSilu || op == OpKind::kCast;
+}
+
+bool is_fusable(OpClass op_class) {
+  return op_class == OpClass::kPointwise || op_class == OpClass::kNorm || op_class == OpClass::kRope ||
+         op_class == OpClass::kSoftmax || op_class == OpClass::kReduction;
+}
+
+// Sees through view nodes to the value that a compute node really reads.
+ir::ValueId through_views(const ir::Function& function, ir::ValueId value, std::vector<int>* views) {
+  while (true) {
+    const int producer = function.value(value).producer;
+    if (producer < 0 || !is_view_node(function.nodes[static_cast<size_t>(producer)])) return value;
+    if (views) views->push_back(producer);
+    value = function.nodes[static_cast<size_t>(producer)].operands[0];
+  }
+}
+
+class Segmenter {
+ public:
+  Segmenter(const ir::Module& module, const ir::Function& function) : function_(function) {
+    partition_.function = function.name;
+    partition_.region_of_node.assign(function.nodes.size(), -1);
+  }
+
+  RegionPartition run() {
+    for (size_t i = 0; i < function_.nodes.size(); ++i) place(static_cast<int>(i));
+    finish();
+    return std::move(partition_);
+  }
+
+ private:
+  const ir::Node& node(int index) const { return function_.nodes[static_cast<size_t>(index)]; }
+
+  bool defined_in_current(ir::ValueId value) const {
+    if (!current_) return false;
+    const ir::ValueId root = through_views(function_, value, nullptr);
+    const int producer = function_.value(root).producer;
+    return producer >= 0 && partition_.region_of_node[static_cast<size_t>(producer)] == current_->index;
+  }
+
+  bool uses_current(const ir::Node& n) const {
+    return std::any_of(n.operands.begin(), n.operands.end(), [&](ir::ValueId v) { return defined_in_current(v); });
+  }
+
+  // The activation a matmul reads (its first operand, seen through views).
+  ir::ValueId matmul_input(const ir::Node& n) const { return through_views(function_, n.operands[0], nullptr); }
+
+  bool joins_current(int index) const {
+    if (!current_) return false;
+    const ir::Node& n = node(index);
+    const OpClass op_class = ir::op_info(n.op).op_class;
+    switch (current_->kind) {
+      case RegionKind::kMatmul:
+        if (op_class == OpClass::kMatmul)  // horizontal fusion: same input, no epilogue yet
+          return !matmul_has_epilogue_ && n.op == OpKind::kLinear && matmul_input(n) == matmul_input_;
+        return is_epilogue_op(n.op) && uses_current(n);
+      case RegionKind::kFusion:
+        if (n.op == OpKind::kKvAppend) return true;
+        return !current_->has_side_effect && is_fusable(op_class);
+      default:
+        return false;
+    }
+  }
+
+  RegionKind kind_for(const ir::Node& n) const {
+    switch (ir::op_info(n.op).op_class) {
+      case OpClass::kGather: return RegionKind::kGather;
+      case OpClass::kMatmul: return RegionKind::kMatmul;
+      case OpClass::kAttention: return RegionKind::kAttention;
+      case OpClass::kLayout: return RegionKind::kCopy;
+      default: return RegionKind::kFusion;
+    }
+  }
+
+  void place(int index) {
+    const ir::Node& n = node(index);
+    if (n.op == OpKind::kWeight || is_view_node(n)) return;  // attached to consumers below
+    if (!joins_current(index)) {
+      partition_.regions.push_back(Region{});
+      current_ = &partition_.regions.back();
+      current_->index = static_cast<int>(partition_.regions.size()) - 1;
+      current_->kind = kind_for(n);
+      matmul_has_epilogue_ = false;
+      if (current_->kind == RegionKind::kMatmul) matmul_input_ = matmul_input(n);
+    } else if (current_->kind == RegionKind::kMatmul && ir::op_info(n.op).op_class != OpClass::kMatmul) {
+      matmul_has_epilogue_ = true;
+    }
+    current_->nodes.push_back(index);
+    partition_.region_of_node[static_cast<size_t>(index)] = current_->index;
+    if (ir::has_side_effect(n.op)) {
+      current_->has_side_effect = true;
+      current_->states.push_back(n.string_attr("state"));
+    }
+    // Attention and gathers take nothing after them; copies are single nodes.
+    if (current_->kind != RegionKind::kMatmul && current_->kind != RegionKind::kFusion) current_ = nullptr;
+  }
+
+  // Fills interfaces: params, inputs, outputs and view metadata.
+  void finish() {
+    const UseDef facts = compute_use_def(function_);
+    for (Region& region : partition_.regions) {
+      auto add_unique = [](auto& list, const auto& item) {
+        if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+      };
+      for (int index : region.nodes) {
+        for (ir::ValueId operand : node(index).operands) {
+          std::vector<int> views;
+          const ir::ValueId root = through_views(function_, operand, &views);
+          for (int view : views) add_unique(region.view_nodes, view);
+          const int producer = function_.value(root).producer;
+          if (producer >= 0 && node(producer).op == OpKind::kWeight) {
+            add_unique(region.params, node(producer).string_attr("name"));
+          } else if (producer < 0 || partition_.region_of_node[static_cast<size_t>(producer)] != region.index) {
+            add_unique(region.inputs, operand);
+          }
+        }
+      }
+      for (int index : region.nodes) {
+        const ir::ValueId result = node(index).result;
+        if (facts.is_result[static_cast<size_t>(result)] || used_outside(facts, result, region.index))
+          region.outputs.push_back(result);
+      }
+      std::sort(region.view_nodes.begin(), region.view_nodes.end());
+    }
+  }
+
+  // A value is used outside when a compute user in another region reads it, possibly through views.
+  bool used_outside(const UseDef& facts, ir::ValueId value, int region_index) const {
+    for (int user : facts.users[static_cast<size_t>(value)]) {
+      const ir::Node& n = node(user);
+      if (is_view_node(n)) {
+        if (facts.is_result[static_cast<size_t>(n.result)] || used_outside(facts, n.result, region_index)) return true;
+      } else if (partition_.region_of_node[static_cast<size_t>(user)] != region_index) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const ir::Function& function_;
+  RegionPartition partition_;
+  Region* current_ = nullptr;
+  ir::ValueId matmul_input_ = ir::kNoValue;
+  bool matmul_has_epilogue_ = false;
+};
+
+}  // namespace
+
+RegionPartition form_regions(const ir::Module& module, const ir::Function& function) {
+  return Segmenter(module, function).run();
+}
+
+}  // namespace agentcompile::analysis

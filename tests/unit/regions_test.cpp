@@ -1,0 +1,106 @@
+// Region formation and summaries on the real Qwen3-1.7B and Llama-3.2-1B graphs (golden listings),
+// plus the rules that must hold on any graph: convexity, side effects last, one region per node.
+#include <gtest/gtest.h>
+
+#include "analysis/regions.h"
+#include "analysis/summary.h"
+#include "frontend/model_builder.h"
+#include "golden.h"
+
+namespace agentcompile {
+namespace {
+
+ir::Module build(const std::string& config_name) {
+  auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/configs/" + config_name);
+  EXPECT_TRUE(config.has_value()) << config.status().to_string();
+  auto module = frontend::build_module(*config);
+  EXPECT_TRUE(module.has_value()) << module.status().to_string();
+  return std::move(module).value();
+}
+
+std::string listing(const ir::Module& module, const std::string& function_name, ir::SymbolBindings bindings) {
+  const ir::Function& function = *module.find_function(function_name);
+  auto partition = analysis::form_regions(module, function);
+  auto unique = analysis::unique_regions(module, function, partition, bindings);
+  return analysis::describe_regions(function, partition, unique);
+}
+
+TEST(Regions, Qwen3Golden) {
+  ir::Module module = build("qwen3-1.7b.json");
+  testing::expect_golden("regions_qwen3_decode.txt", listing(module, "decode", {1, 2048}));
+  testing::expect_golden("regions_qwen3_prefill.txt", listing(module, "prefill", {512, 512}));
+}
+
+TEST(Regions, LlamaGolden) {
+  ir::Module module = build("llama-3.2-1b.json");
+  testing::expect_golden("regions_llama_decode.txt", listing(module, "decode", {1, 2048}));
+  testing::expect_golden("regions_llama_prefill.txt", listing(module, "prefill", {512, 512}));
+}
+
+TEST(Regions, EveryComputeNodeInExactlyOneConvexRegion) {
+  for (const char* name : {"qwen3-1.7b.json", "llama-3.2-1b.json"}) {
+    ir::Module module = build(name);
+    for (const auto& function : module.functions) {
+      auto partition = analysis::form_regions(module, function);
+      int last_region = -1;
+      for (size_t i = 0; i < function.nodes.size(); ++i) {
+        const auto& node = function.nodes[i];
+        const int region = partition.region_of_node[i];
+        if (node.op == ir::OpKind::kWeight || analysis::is_view_node(node)) {
+          EXPECT_EQ(region, -1);
+          continue;
+        }
+        ASSERT_GE(region, 0) << "node " << i << " has no region";
+        // Regions are contiguous runs of the node order, which makes each convex.
+        EXPECT_GE(region, last_region) << name << " " << function.name << " node " << i;
+        last_region = region;
+      }
+      for (const auto& region : partition.regions) {
+        bool seen_effect = false;
+        for (int n : region.nodes) {
+          const bool effect = ir::has_side_effect(function.nodes[static_cast<size_t>(n)].op);
+          EXPECT_FALSE(seen_effect && !effect) << "a region reaches across a side effect in " << function.name;
+          seen_effect |= effect;
+        }
+      }
+    }
+  }
+}
+
+TEST(Regions, DecodeLayersShareUniqueRegions) {
+  ir::Module module = build("qwen3-1.7b.json");
+  const ir::Function& decode = *module.find_function("decode");
+  auto partition = analysis::form_regions(module, decode);
+  auto unique = analysis::unique_regions(module, decode, partition, {1, 2048});
+  // Per layer: norm, fused QKV, qk-norm+rope+kv append, attention, o_proj+residual, norm,
+  // gate/up+silu*mul, down+residual; plus embedding, final norm and lm_head. Every rmsnorm over
+  // [1, 2048] is the same unique region, so 9 are left to tune.
+  EXPECT_EQ(partition.regions.size(), 28u * 8u + 3u);
+  EXPECT_EQ(unique.size(), 9u);
+  for (const auto& entry : unique) {
+    if (entry.summary.category == analysis::Category::kGemvEpilogue && entry.summary.params.size() == 3)
+      EXPECT_EQ(entry.sites.size(), 28u);  // fused QKV at every layer
+  }
+}
+
+TEST(Regions, GemvSummaryCountsWeightBytes) {
+  ir::Module module = build("qwen3-1.7b.json");
+  const ir::Function& decode = *module.find_function("decode");
+  auto partition = analysis::form_regions(module, decode);
+  auto unique = analysis::unique_regions(module, decode, partition, {1, 2048});
+  bool found = false;
+  for (const auto& entry : unique) {
+    const auto& s = entry.summary;
+    if (s.op_sequence == std::vector<std::string>{"linear", "linear", "silu", "mul"}) {
+      found = true;
+      EXPECT_EQ(s.category, analysis::Category::kGemvEpilogue);
+      // gate + up weights (2 x 6144 x 2048 bf16) dominate the bytes; 2 FLOPs per weight.
+      EXPECT_NEAR(s.bytes, 2.0 * 6144 * 2048 * 2 + 2048 * 2 + 6144 * 2, 1.0);
+      EXPECT_NEAR(s.flops, 2.0 * 2 * 6144 * 2048 + 5.0 * 6144, 1.0);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace agentcompile
