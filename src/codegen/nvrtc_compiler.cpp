@@ -1,0 +1,160 @@
+// NVRTC compilation with a content-addressed cubin cache.
+//
+// The cache stores <key>.cubin next to <key>.log; a write goes to a temporary file first and is
+// renamed into place, so concurrent compiles of the same key never see half a file.
+#include "codegen/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "codegen/embedded_kernels.h"
+#include "support/sha256.h"
+
+#ifndef AC_CUDA_INCLUDE_DIR
+#define AC_CUDA_INCLUDE_DIR ""
+#endif
+
+namespace agentcompile::codegen {
+
+namespace fs = std::filesystem;
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+Expected<fs::path> cuda_include_dir() {
+  std::vector<fs::path> candidates;
+  if (std::string(AC_CUDA_INCLUDE_DIR).size()) candidates.emplace_back(AC_CUDA_INCLUDE_DIR);
+  if (const char* home = std::getenv("CUDA_HOME")) candidates.emplace_back(fs::path(home) / "include");
+  candidates.emplace_back("/usr/local/cuda/include");
+  for (const auto& dir : candidates)
+    if (fs::exists(dir / "cuda_fp16.h")) return dir;
+  return error(ErrorCode::kNotFound, "cannot find cuda_fp16.h: looked in the build's toolkit, $CUDA_HOME/include and /usr/local/cuda/include");
+}
+
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_atomically(const fs::path& path, const std::string& bytes) {
+  const fs::path temp = path.string() + ".tmp" + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::error_code ignored;
+  fs::rename(temp, path, ignored);
+}
+
+std::vector<std::string> compile_flags(const NvrtcOptions& options, const fs::path& include_dir) {
+  std::vector<std::string> flags = {"--gpu-architecture=" + options.arch, "-std=c++17", "--use_fast_math",
+                                    "-default-device", "-I" + include_dir.string()};
+  flags.insert(flags.end(), options.extra_options.begin(), options.extra_options.end());
+  return flags;
+}
+
+CompileResult compile_one(const CompileJob& job, const NvrtcOptions& options, const std::vector<std::string>& flags,
+                          const std::string& headers_digest) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileResult result;
+  result.kernel = job.kernel;
+  support::Sha256 key;
+  key.update(job.source).update("\0", 1).update(headers_digest).update(nvrtc_version());
+  for (const auto& flag : flags)
+    if (flag.rfind("-I", 0) != 0) key.update(flag).update("\0", 1);  // include paths do not change the output
+  result.key = key.hex();
+
+  const fs::path cached = options.cache_dir.empty() ? fs::path() : options.cache_dir / (result.key + ".cubin");
+  if (!cached.empty() && fs::exists(cached)) {
+    const std::string bytes = read_file(cached);
+    result.cubin.assign(bytes.begin(), bytes.end());
+    result.log = read_file(options.cache_dir / (result.key + ".log"));
+    result.ok = !result.cubin.empty();
+    result.cache_hit = true;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
+  const auto& headers = embedded_kernel_headers();
+  std::vector<const char*> header_texts, header_names;
+  for (const auto& header : headers) {
+    header_texts.push_back(header.text.c_str());
+    header_names.push_back(header.name.c_str());
+  }
+  nvrtcProgram program;
+  nvrtcResult status = nvrtcCreateProgram(&program, job.source.c_str(), (job.kernel + ".cu").c_str(),
+                                          static_cast<int>(headers.size()), header_texts.data(), header_names.data());
+  if (status != NVRTC_SUCCESS) {
+    result.log = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(status);
+    return result;
+  }
+  std::vector<const char*> flag_ptrs;
+  for (const auto& flag : flags) flag_ptrs.push_back(flag.c_str());
+  status = nvrtcCompileProgram(program, static_cast<int>(flag_ptrs.size()), flag_ptrs.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(program, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) nvrtcGetProgramLog(program, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  result.log = log;
+  if (status == NVRTC_SUCCESS) {
+    size_t cubin_size = 0;
+    nvrtcGetCUBINSize(program, &cubin_size);
+    result.cubin.resize(cubin_size);
+    if (cubin_size) nvrtcGetCUBIN(program, result.cubin.data());
+    result.ok = cubin_size > 0;
+    if (!result.ok) result.log += "\nNVRTC produced no cubin (is the arch a real sm_XX target?)";
+  }
+  nvrtcDestroyProgram(&program);
+  if (result.ok && !cached.empty()) {
+    write_atomically(options.cache_dir / (result.key + ".log"), result.log);
+    write_atomically(cached, std::string(result.cubin.begin(), result.cubin.end()));
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace
+
+Expected<std::vector<CompileResult>> compile_all(const std::vector<CompileJob>& jobs, const NvrtcOptions& options) {
+  fs::path include_dir = options.cuda_include_dir;
+  if (include_dir.empty()) {
+    AC_ASSIGN_OR_RETURN(include_dir, cuda_include_dir());
+  }
+  if (!options.cache_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(options.cache_dir, ec);
+    if (ec) return error(ErrorCode::kIo, options.cache_dir.string() + ": cannot create the NVRTC cache: " + ec.message());
+  }
+  support::Sha256 digest;
+  for (const auto& header : embedded_kernel_headers()) digest.update(header.name).update(header.text);
+  const std::string headers_digest = digest.hex();
+  const std::vector<std::string> flags = compile_flags(options, include_dir);
+
+  std::vector<CompileResult> results(jobs.size());
+  std::atomic<size_t> next{0};
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min<size_t>(jobs.size(), options.threads > 0 ? static_cast<size_t>(options.threads) : hw);
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < jobs.size(); i = next++) results[i] = compile_one(jobs[i], options, flags, headers_digest);
+    });
+  for (auto& thread : pool) thread.join();
+  return results;
+}
+
+}  // namespace agentcompile::codegen

@@ -1,0 +1,39 @@
+// Dispatch from a candidate's family to its renderer, and the helpers renderers share.
+#include "codegen/render.h"
+
+#include "codegen/renderers/renderers.h"
+
+namespace agentcompile::codegen {
+
+const char* cuda_type(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF16: return "__half";
+    case ir::DType::kBF16: return "__nv_bfloat16";
+    case ir::DType::kI32: return "int";
+    default: return "float";
+  }
+}
+
+std::string slot_expression(const std::string& slot) {
+  const size_t digit = slot.find_first_of("0123456789");
+  if (digit == std::string::npos || digit == 0) return "";
+  return "a." + slot.substr(0, digit) + "[" + slot.substr(digit) + "]";
+}
+
+std::string role_pointer(const plan::Match& match, const std::string& role, const std::string& type, bool is_const) {
+  auto it = match.roles.find(role);
+  if (it == match.roles.end()) return "nullptr";
+  const std::string expr = slot_expression(it->second);
+  if (expr.empty()) return "nullptr";
+  return "static_cast<" + std::string(is_const ? "const " : "") + type + "*>(" + expr + ")";
+}
+
+Expected<std::string> render_source(const plan::Candidate& candidate) {
+  if (candidate.source_class == "library")
+    return error(ErrorCode::kInvalidArgument, candidate.id + " (" + candidate.family + ") is a library call: it has no source");
+  for (const auto& [family, renderer] : renderers())
+    if (family == candidate.family) return renderer(candidate);
+  return error(ErrorCode::kInternal, "no renderer for template family '" + candidate.family + "'");
+}
+
+}  // namespace agentcompile::codegen

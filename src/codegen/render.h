@@ -1,0 +1,26 @@
+// Rendering candidates to CUDA sources. Each family's renderer writes a typed params struct from
+// the candidate's match and params and calls the family's template; nothing from outside the
+// candidate space (least of all advisor text) reaches the source.
+#pragma once
+
+#include <string>
+
+#include "agentcompile/status.h"
+#include "plan/candidate.h"
+
+namespace agentcompile::codegen {
+
+// The full .cu source of a generated candidate: one extern "C" __global__ wrapper per launch
+// (sharing one translation unit), including the family's header from src/kernels.
+Expected<std::string> render_source(const plan::Candidate& candidate);
+
+// C++ spelling of a dtype in generated code: __half, __nv_bfloat16, float, int.
+const char* cuda_type(ir::DType dtype);
+
+// "in3" -> "a.in[3]": how a wrapper reads an interface slot of ac::RegionArgs `a`.
+std::string slot_expression(const std::string& slot);
+
+// "static_cast<const T*>(a.in[3])" for a role of the match, or "nullptr" when the role is absent.
+std::string role_pointer(const plan::Match& match, const std::string& role, const std::string& type, bool is_const);
+
+}  // namespace agentcompile::codegen

@@ -1,0 +1,98 @@
+// Shared device code of every kernel family: the region calling convention, dtype conversion,
+// vector loads and warp reductions. Header-only; compiled by NVRTC (and nvcc for emitted libraries).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace ac {
+
+// The one calling convention of generated kernels. The runtime binds a region site's buffers by
+// interface slot (inputs, outputs, weights and written states, each in the order the analyzer
+// lists them); the generated wrapper maps slots to the family's roles. Passed by value.
+struct RegionArgs {
+  const void* in[8];
+  void* out[8];
+  const void* w[8];
+  void* state[4];
+  void* workspace;
+  const int* pos;  // device scalar: the first position of this call (read on the device: graph-safe)
+  int T;           // tokens in this call
+  int L;           // rows allocated in each KV-cache state
+};
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Eight 16-bit values in one 16-byte access.
+struct alignas(16) Vec8 {
+  uint4 raw;
+};
+
+// Streams a 16-byte line of weights: read once, so keep it out of L1.
+__device__ __forceinline__ uint4 load_stream16(const void* ptr) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(ptr));
+  return v;
+}
+
+__device__ __forceinline__ uint4 load16(const void* ptr) { return *reinterpret_cast<const uint4*>(ptr); }
+
+// Unpacks 8 halves/bfloats to floats.
+template <typename T> __device__ __forceinline__ void unpack8(uint4 v, float (&out)[8]);
+template <> __device__ __forceinline__ void unpack8<__half>(uint4 v, float (&out)[8]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+template <> __device__ __forceinline__ void unpack8<__nv_bfloat16>(uint4 v, float (&out)[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Block-wide sum for THREADS threads; `scratch` holds THREADS/32 floats. Every thread gets the sum.
+template <int THREADS>
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  constexpr int kWarps = THREADS / 32;
+  v = warp_sum(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = lane < kWarps ? scratch[lane] : 0.f;
+  total = warp_sum(total);
+  __syncthreads();
+  return total;
+}
+
+__device__ __forceinline__ float silu(float v) { return v / (1.f + __expf(-v)); }
+
+}  // namespace ac

@@ -1,0 +1,93 @@
+// Candidate enumeration, ranking, diversity and the cap.
+#include "plan/planner.h"
+
+#include <algorithm>
+
+#include "plan/template_family.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+Candidate make_candidate(const TemplateFamily& family, const Match& match, const TemplateFamily::Choice& choice) {
+  Candidate c;
+  c.family = family.name();
+  c.template_file = family.template_file();
+  c.match = match;
+  c.params = choice.params;
+  c.score = choice.score;
+  c.notes = choice.notes;
+  c.launches = family.launches(match, choice.params);
+  c.workspace_bytes_per_token = family.workspace_bytes_per_token(match, choice.params);
+  c.workspace_bytes_fixed = family.workspace_bytes_fixed(match, choice.params);
+  c.source_class = c.launches.size() == 1 && c.launches.front().library ? "library" : "generated";
+  bool any_library = false;
+  for (const auto& launch : c.launches) any_library |= launch.library;
+  if (any_library) c.source_class = "library";
+  c.fusion = c.launches.size() == 1 ? "full" : any_library ? "partial" : "full";
+  if (choice.params.count("fallback")) c.fallback = true;
+  return c;
+}
+
+}  // namespace
+
+std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Function& function,
+                                      const analysis::RegionPartition& partition,
+                                      const std::vector<analysis::UniqueRegion>& unique, const DeviceProfile& device,
+                                      const PlannerOptions& options) {
+  std::vector<RegionPlan> plans;
+  for (const analysis::UniqueRegion& entry : unique) {
+    RegionPlan plan;
+    plan.function = function.name;
+    plan.unique_id = entry.id;
+    plan.sites = entry.sites;
+    plan.summary = entry.summary;
+    RegionContext ctx{&module, &function, &partition.regions[static_cast<size_t>(entry.sites.front())], &plan.summary};
+
+    std::vector<Candidate> all;
+    for (const TemplateFamily* family : all_families()) {
+      auto match = family->match(ctx);
+      if (!match) continue;
+      plan.families_matched.push_back(family->name());
+      for (const auto& choice : family->param_space(*match, device)) all.push_back(make_candidate(*family, *match, choice));
+    }
+    plan.enumerated = static_cast<int>(all.size());
+    if (all.empty()) {
+      plan.unplanned_reason = "no template family implements " + std::string(analysis::category_name(plan.summary.category)) +
+                              " regions of this shape";
+      plans.push_back(std::move(plan));
+      continue;
+    }
+    // Deterministic ranking: score, then name (stable across runs and machines).
+    std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.score != b.score) return a.score > b.score;
+      return a.name() < b.name();
+    });
+    // Diversity: the best candidate of every family first, then fill by score; the fallback stays.
+    std::vector<Candidate> kept;
+    auto keep = [&](const Candidate& c) {
+      for (const auto& k : kept)
+        if (k.name() == c.name()) return;
+      if (static_cast<int>(kept.size()) < options.max_candidates) kept.push_back(c);
+    };
+    for (const auto& c : all)
+      if (c.fallback) keep(c);
+    for (const std::string& family : plan.families_matched)
+      for (const auto& c : all)
+        if (c.family == family) {
+          keep(c);
+          break;
+        }
+    for (const auto& c : all) keep(c);
+    std::stable_sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.score != b.score) return a.score > b.score;
+      return a.name() < b.name();
+    });
+    for (size_t i = 0; i < kept.size(); ++i) kept[i].id = "c" + std::to_string(i);
+    plan.candidates = std::move(kept);
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+}  // namespace agentcompile::plan
