@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace agentcompile::ir {
 
@@ -20,10 +21,27 @@ std::string attr_to_string(const AttrValue& value) {
     return text;
   }
   if (const auto* text = std::get_if<std::string>(&value)) {
+    // Control characters are escaped so a string never breaks the one-node-per-line text form.
     std::string quoted = "\"";
     for (char c : *text) {
-      if (c == '"' || c == '\\') quoted += '\\';
-      quoted += c;
+      const auto byte = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        quoted += '\\';
+        quoted += c;
+      } else if (c == '\n') {
+        quoted += "\\n";
+      } else if (c == '\t') {
+        quoted += "\\t";
+      } else if (c == '\r') {
+        quoted += "\\r";
+      } else if (byte < 0x20 || byte == 0x7f) {
+        const char* hex = "0123456789abcdef";
+        quoted += "\\x";
+        quoted += hex[byte >> 4];
+        quoted += hex[byte & 15];
+      } else {
+        quoted += c;
+      }
     }
     return quoted + "\"";
   }
@@ -34,7 +52,9 @@ int64_t Node::int_attr(const std::string& key, int64_t fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return fallback;
   if (const auto* integer = std::get_if<int64_t>(&it->second)) return *integer;
-  if (const auto* real = std::get_if<double>(&it->second)) return static_cast<int64_t>(*real);
+  // Converting a double outside int64's range (or nan) is undefined behaviour; such a value is no integer.
+  if (const auto* real = std::get_if<double>(&it->second))
+    return *real >= -9.2e18 && *real <= 9.2e18 ? static_cast<int64_t>(*real) : fallback;
   return fallback;
 }
 

@@ -54,6 +54,17 @@ bool same_elements(const Shape& a, const Shape& b) {
          count(a, Symbol::kL) == count(b, Symbol::kL);
 }
 
+// A shape an attribute may ask for: symbols or non-negative sizes whose product fits in int64
+// (static_elements would overflow otherwise).
+bool is_sane_shape(const Shape& shape) {
+  int64_t product = 1;
+  for (const Dim& d : shape) {
+    if (!d.is_static()) continue;
+    if (d.value < 0 || __builtin_mul_overflow(product, d.value, &product)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Expected<TensorType> infer_result_type(const Module& module, const Function& function, const Node& node) {
@@ -147,6 +158,8 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
     case OpKind::kReshape:
     case OpKind::kView: {
       const Shape target = node.dims_attr("shape");
+      if (!is_sane_shape(target) || !is_sane_shape(in[0].shape))
+        return op_error(node, "shape " + shape_to_string(target) + " has a negative or overflowing size");
       if (!same_elements(in[0].shape, target))
         return op_error(node, "cannot reshape " + in[0].to_string() + " to " + shape_to_string(target));
       return TensorType{in[0].dtype, target};
@@ -174,10 +187,10 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       const Dim& dim = in[0].shape[axis];
       if (dim.is_static()) {
         const int64_t begin = start < 0 ? start + dim.value : start;
-        if (begin < 0 || begin + length > dim.value)
+        if (begin < 0 || length > dim.value - begin)
           return op_error(node, "slice [" + std::to_string(start) + ", +" + std::to_string(length) +
                                     ") out of range of " + in[0].to_string());
-      } else if (start < 0 && -start < length) {
+      } else if (start < 0 && start > -length) {
         return op_error(node, "slice from the end runs past the end");
       }
       Shape out = in[0].shape;
@@ -186,6 +199,7 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
     }
     case OpKind::kBroadcast: {
       const Shape target = node.dims_attr("shape");
+      if (!is_sane_shape(target)) return op_error(node, "shape " + shape_to_string(target) + " has a negative size");
       AC_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(node, in[0].shape, target));
       if (out != target) return op_error(node, "cannot broadcast " + in[0].to_string() + " to " + shape_to_string(target));
       return TensorType{in[0].dtype, target};
@@ -207,7 +221,7 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       if (q.shape.size() != 3 || k.shape.size() != 3 || v.shape != k.shape)
         return op_error(node, "expects q[T,NH,D], k and v [L,KV,D], got " + q.to_string() + ", " + k.to_string() + ", " + v.to_string());
       if (q.shape[2] != k.shape[2]) return op_error(node, "head dims differ: " + q.to_string() + " vs " + k.to_string());
-      if (!q.shape[1].is_static() || !k.shape[1].is_static() || k.shape[1].value == 0 ||
+      if (!q.shape[1].is_static() || !k.shape[1].is_static() || k.shape[1].value <= 0 ||
           q.shape[1].value % k.shape[1].value != 0)
         return op_error(node, "query heads must be a multiple of kv heads: " + q.to_string() + " vs " + k.to_string());
       if (!is_scalar_i32(in[3])) return op_error(node, "pos must be i32[], got " + in[3].to_string());

@@ -11,6 +11,14 @@
 //       return %57
 //     }
 //   }
+//
+// Nodes without operands omit `(...)`, nodes without attributes omit `{...}`. Attribute values are
+// integers, floats (always written with '.', 'e', inf or nan, and exact: the shortest %g text, 6 to 17
+// digits, that reads back to the same double), quoted strings (escapes \" \\ \n \t \r \xHH) and dim lists `[T, 16]`.
+// Names made of [A-Za-z0-9_.] print bare after their sigil; any other name prints quoted (%"a b").
+// `//` starts a comment. parse(print(m)) == m holds for modules whose values are stored in definition
+// order (arguments, then node results), as FunctionBuilder and the parser store them; other modules
+// come back with their values renumbered into that order.
 #pragma once
 
 #include <string>

@@ -1,0 +1,251 @@
+// The verifier: checks the invariants ir/graph.h promises, so passes and the parser can trust them.
+//
+// Module level: function, parameter and state names are unique; parameters have static types; states
+// are [L, KV, D]. Function level, in one walk over the nodes in order: values are well typed
+// (known symbols, non-negative sizes, plain dtypes), each defined exactly once (as an argument or as
+// one node's result, with Value::producer saying which) and only used after its definition; every
+// node's declared type equals infer_result_type's; known attributes have the right kind; each state is
+// appended at most once; attention reads k and v straight from kv_append results; results exist.
+// Every error names the function, the value (%name) and what is wrong.
+#include "ir/verifier.h"
+
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace agentcompile::ir {
+
+namespace {
+
+Status invalid(const std::string& message) { return error(ErrorCode::kInvalidArgument, message); }
+
+// A type any value may carry: plain dtype, dims that are T, L or a non-negative size.
+std::string type_problem(const TensorType& type, bool allow_symbols) {
+  if (static_cast<size_t>(type.dtype) > static_cast<size_t>(DType::kQ6_K)) return "has an unknown dtype";
+  if (is_quantized(type.dtype)) return "has dtype " + std::string(dtype_name(type.dtype)) + ", which is not a plain dtype";
+  for (const Dim& dim : type.shape) {
+    if (dim.symbol != Symbol::kNone && dim.symbol != Symbol::kT && dim.symbol != Symbol::kL)
+      return "has a dimension with an unknown symbol";
+    if (dim.symbol != Symbol::kNone && !allow_symbols) return "has symbolic dims but must be static";
+    if (dim.is_static() && dim.value < 0) return "has a negative dimension " + std::to_string(dim.value);
+  }
+  return "";
+}
+
+std::string attr_kind_name(const AttrValue& value) {
+  switch (value.index()) {
+    case 0: return "an integer";
+    case 1: return "a float";
+    case 2: return "a string";
+    default: return "a dim list";
+  }
+}
+
+enum class AttrKind { kInt, kFloat, kString, kDims };
+
+// The kinds the op semantics (ir/ops.h) give each attribute. Attributes not listed are left alone so
+// passes may annotate nodes; listed ones must have their kind (an integer is accepted as a float).
+std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
+  using K = AttrKind;
+  switch (op) {
+    case OpKind::kWeight: return {{"name", K::kString}};
+    case OpKind::kCast: return {{"dtype", K::kString}};
+    case OpKind::kRmsNorm: return {{"eps", K::kFloat}};
+    case OpKind::kRope:
+      return {{"theta", K::kFloat},           {"scaling", K::kString},          {"factor", K::kFloat},
+              {"low_freq_factor", K::kFloat}, {"high_freq_factor", K::kFloat},  {"original_max_position", K::kInt}};
+    case OpKind::kReshape:
+    case OpKind::kView:
+    case OpKind::kBroadcast: return {{"shape", K::kDims}};
+    case OpKind::kTranspose: return {{"perm", K::kDims}};
+    case OpKind::kSlice: return {{"axis", K::kInt}, {"start", K::kInt}, {"length", K::kInt}};
+    case OpKind::kKvAppend: return {{"state", K::kString}};
+    case OpKind::kAttention: return {{"scale", K::kFloat}};
+    case OpKind::kSoftmax: return {{"axis", K::kInt}};
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceMean: return {{"axis", K::kInt}, {"keepdim", K::kInt}};
+    case OpKind::kArgmax: return {{"axis", K::kInt}};
+    default: return {};
+  }
+}
+
+bool attr_has_kind(const AttrValue& value, AttrKind kind) {
+  switch (kind) {
+    case AttrKind::kInt: return std::holds_alternative<int64_t>(value);
+    case AttrKind::kFloat: return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value);
+    case AttrKind::kString: return std::holds_alternative<std::string>(value);
+    case AttrKind::kDims: return std::holds_alternative<std::vector<Dim>>(value);
+  }
+  return false;
+}
+
+const char* kind_name(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::kInt: return "an integer";
+    case AttrKind::kFloat: return "a float";
+    case AttrKind::kString: return "a string";
+    case AttrKind::kDims: return "a dim list";
+  }
+  return "?";
+}
+
+class FunctionVerifier {
+ public:
+  FunctionVerifier(const Module& module, const Function& function) : module_(module), f_(function) {}
+
+  Status run() {
+    AC_TRY(check_values());
+    defined_.assign(f_.values.size(), false);
+    for (ValueId arg : f_.args) defined_[static_cast<size_t>(arg)] = true;
+    for (size_t index = 0; index < f_.nodes.size(); ++index) AC_TRY(check_node(index));
+    return check_results();
+  }
+
+ private:
+  std::string where() const { return "function @" + f_.name; }
+  std::string ref(ValueId id) const {
+    if (id < 0 || static_cast<size_t>(id) >= f_.values.size()) return "value #" + std::to_string(id);
+    return "%" + f_.values[static_cast<size_t>(id)].name;
+  }
+  bool in_range(ValueId id) const { return id >= 0 && static_cast<size_t>(id) < f_.values.size(); }
+  std::string node_ref(size_t index) const {
+    const Node& node = f_.nodes[index];
+    return (in_range(node.result) ? ref(node.result) : "node " + std::to_string(index)) + " = " +
+           std::string(op_name(node.op));
+  }
+
+  // Names, types and the one-definition rule, before any node is looked at.
+  Status check_values() {
+    std::vector<int> definitions(f_.values.size(), 0);
+    for (ValueId arg : f_.args) {
+      if (!in_range(arg)) return invalid(where() + ": argument " + ref(arg) + " is not a value of the function");
+      ++definitions[static_cast<size_t>(arg)];
+      if (f_.value(arg).producer != -1)
+        return invalid(where() + ": argument " + ref(arg) + " claims node " + std::to_string(f_.value(arg).producer) +
+                       " as its producer");
+    }
+    for (size_t index = 0; index < f_.nodes.size(); ++index) {
+      const Node& node = f_.nodes[index];
+      if (static_cast<size_t>(node.op) > static_cast<size_t>(OpKind::kArgmax))
+        return invalid(where() + ": node " + std::to_string(index) + " has an unknown op kind " +
+                       std::to_string(static_cast<int>(node.op)));
+      if (!in_range(node.result))
+        return invalid(where() + ": node " + std::to_string(index) + " (" + std::string(op_name(node.op)) +
+                       ") has no result value");
+      ++definitions[static_cast<size_t>(node.result)];
+      if (f_.value(node.result).producer != static_cast<int32_t>(index))
+        return invalid(where() + ": " + ref(node.result) + " is the result of node " + std::to_string(index) +
+                       " but its producer is " + std::to_string(f_.value(node.result).producer));
+    }
+    std::unordered_map<std::string, ValueId> names;
+    for (size_t i = 0; i < f_.values.size(); ++i) {
+      const Value& value = f_.values[i];
+      const auto id = static_cast<ValueId>(i);
+      if (value.name.empty()) return invalid(where() + ": value #" + std::to_string(i) + " has no name");
+      if (!names.emplace(value.name, id).second) return invalid(where() + ": two values are named %" + value.name);
+      if (definitions[i] == 0)
+        return invalid(where() + ": " + ref(id) + " is never defined (no argument or node result; producer " +
+                       std::to_string(value.producer) + ")");
+      if (definitions[i] > 1)
+        return invalid(where() + ": " + ref(id) + " is defined " + std::to_string(definitions[i]) + " times");
+      if (std::string problem = type_problem(value.type, true); !problem.empty())
+        return invalid(where() + ": " + ref(id) + " : " + value.type.to_string() + " " + problem);
+    }
+    return Status::ok();
+  }
+
+  Status check_node(size_t index) {
+    const Node& node = f_.nodes[index];
+    const std::string at = where() + ": " + node_ref(index);
+    for (size_t i = 0; i < node.operands.size(); ++i) {
+      const ValueId operand = node.operands[i];
+      if (!in_range(operand))
+        return invalid(at + ": operand " + std::to_string(i) + " (" + ref(operand) + ") is not a value of the function");
+      if (!defined_[static_cast<size_t>(operand)])
+        return invalid(at + ": operand " + std::to_string(i) + " (" + ref(operand) + ") is used before it is defined");
+    }
+    for (const auto& [key, kind] : attr_schema(node.op)) {
+      auto it = node.attrs.find(key);
+      if (it != node.attrs.end() && !attr_has_kind(it->second, kind))
+        return invalid(at + ": attr " + key + " must be " + kind_name(kind) + ", got " + attr_kind_name(it->second) +
+                       " " + attr_to_string(it->second));
+    }
+    auto inferred = infer_result_type(module_, f_, node);
+    if (!inferred) return inferred.status().with_context(at);
+    const TensorType& declared = f_.type(node.result);
+    if (*inferred != declared)
+      return invalid(at + ": declared type " + declared.to_string() + " differs from inferred type " +
+                     inferred->to_string());
+
+    if (node.op == OpKind::kKvAppend) {
+      const std::string state = node.string_attr("state");
+      if (!appended_.insert(state).second)
+        return invalid(at + ": state @" + state + " is appended a second time in the function");
+    }
+    if (node.op == OpKind::kAttention) {
+      for (size_t i : {size_t{1}, size_t{2}}) {
+        const Value& cache = f_.value(node.operands[i]);
+        if (cache.producer < 0 || f_.nodes[static_cast<size_t>(cache.producer)].op != OpKind::kKvAppend)
+          return invalid(at + ": " + (i == 1 ? "k" : "v") + " operand " + ref(node.operands[i]) +
+                         " must be the result of a kv_append (the cache), but is " +
+                         (cache.producer < 0 ? std::string("an argument")
+                                             : "a " + std::string(op_name(f_.nodes[static_cast<size_t>(cache.producer)].op))));
+      }
+    }
+    defined_[static_cast<size_t>(node.result)] = true;
+    return Status::ok();
+  }
+
+  Status check_results() {
+    if (f_.results.empty()) return invalid(where() + ": returns no results");
+    for (size_t i = 0; i < f_.results.size(); ++i)
+      if (!in_range(f_.results[i]))
+        return invalid(where() + ": result " + std::to_string(i) + " (" + ref(f_.results[i]) +
+                       ") is not a value of the function");
+    return Status::ok();
+  }
+
+  const Module& module_;
+  const Function& f_;
+  std::vector<bool> defined_;
+  std::set<std::string> appended_;
+};
+
+}  // namespace
+
+Status verify_function(const Module& module, const Function& function) {
+  return FunctionVerifier(module, function).run();
+}
+
+Status verify_module(const Module& module) {
+  const std::string where = "module " + module.name;
+  std::set<std::string> names;
+  for (const ParamDecl& param : module.params) {
+    if (param.name.empty()) return invalid(where + ": a parameter has no name");
+    if (!names.insert(param.name).second) return invalid(where + ": two parameters are named @" + param.name);
+    if (std::string problem = type_problem(param.type, false); !problem.empty())
+      return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
+  }
+  names.clear();
+  for (const StateDecl& state : module.states) {
+    if (state.name.empty()) return invalid(where + ": a state has no name");
+    if (!names.insert(state.name).second) return invalid(where + ": two states are named @" + state.name);
+    const Shape& shape = state.type.shape;
+    std::string problem = type_problem(state.type, true);
+    if (problem.empty() && (shape.size() != 3 || shape[0].symbol != Symbol::kL || !shape[1].is_static() ||
+                            !shape[2].is_static() || shape[1].value < 1 || shape[2].value < 1))
+      problem = "must be [L, KV, D] with static KV, D >= 1";
+    if (!problem.empty()) return invalid(where + ": state @" + state.name + " : " + state.type.to_string() + " " + problem);
+  }
+  names.clear();
+  for (const Function& function : module.functions) {
+    if (function.name.empty()) return invalid(where + ": a function has no name");
+    if (!names.insert(function.name).second) return invalid(where + ": two functions are named @" + function.name);
+    AC_TRY(verify_function(module, function));
+  }
+  return Status::ok();
+}
+
+}  // namespace agentcompile::ir
