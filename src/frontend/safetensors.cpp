@@ -1,0 +1,441 @@
+// Safetensors reading (validated header, mmap, checkpoint store) and writing.
+//
+// The parser trusts nothing: every length is checked against the file before it is used, arithmetic on
+// sizes is overflow-checked, and the JSON parser runs without exceptions. Offsets are validated as a set
+// (no two tensors may share bytes) because the runtime uploads each tensor's byte range as is.
+#include "frontend/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+namespace agentcompile::frontend {
+
+// Tensor bytes are used in place, as the host's native numbers.
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+namespace {
+
+using nlohmann::json;
+
+struct DTypeName {
+  const char* name;
+  ir::DType dtype;
+};
+constexpr DTypeName kDTypes[] = {
+    {"F32", ir::DType::kF32}, {"F16", ir::DType::kF16}, {"BF16", ir::DType::kBF16},
+    {"I32", ir::DType::kI32}, {"I64", ir::DType::kI64},
+};
+// In the safetensors spec but not something a llama/qwen checkpoint stores; named so that the error
+// says "not supported" rather than "unknown".
+constexpr const char* kSpecOnlyDTypes[] = {"BOOL", "U8",      "I8",      "I16",    "U16",     "U32",     "U64",
+                                           "F64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
+                                           "C64"};
+
+// The reference implementation refuses larger headers too; it bounds parse time on hostile input.
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+Status parse_error(const std::string& source, const std::string& message) {
+  return error(ErrorCode::kParse, source + ": " + message);
+}
+
+uint64_t read_u64_le(const uint8_t* p) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return value;
+}
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+// A JSON integer >= 0. "-0" parses as a signed zero, so signedness alone does not decide.
+std::optional<uint64_t> non_negative_integer(const json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer() && value.get<int64_t>() >= 0) return static_cast<uint64_t>(value.get<int64_t>());
+  return std::nullopt;
+}
+
+Status parse_entry(const std::string& source, const std::string& name, const json& value, uint64_t data_size,
+                   SafetensorsEntry& entry) {
+  const std::string where = "tensor '" + name + "'";
+  if (!value.is_object()) return parse_error(source, where + ": entry must be a JSON object");
+  entry.name = name;
+
+  auto dtype_it = value.find("dtype");
+  if (dtype_it == value.end()) return parse_error(source, where + " has no 'dtype'");
+  if (!dtype_it->is_string()) return parse_error(source, where + ": 'dtype' must be a string");
+  const std::string& dtype = dtype_it->get_ref<const std::string&>();
+  const auto* known =
+      std::find_if(std::begin(kDTypes), std::end(kDTypes), [&](const DTypeName& d) { return dtype == d.name; });
+  if (known != std::end(kDTypes)) {
+    entry.dtype = known->dtype;
+  } else {
+    for (const char* spec : kSpecOnlyDTypes)
+      if (dtype == spec)
+        return error(ErrorCode::kUnsupported,
+                     source + ": " + where + " has dtype '" + dtype + "', which is not supported (F32, F16, BF16)");
+    return parse_error(source, where + " has unknown dtype '" + dtype + "'");
+  }
+
+  auto shape_it = value.find("shape");
+  if (shape_it == value.end()) return parse_error(source, where + " has no 'shape'");
+  if (!shape_it->is_array()) return parse_error(source, where + ": 'shape' must be an array");
+  uint64_t elements = 1;
+  for (const auto& dim : *shape_it) {
+    if (!dim.is_number_integer())
+      return parse_error(source, where + ": shape dims must be integers, got " +
+                                     dim.dump(-1, ' ', false, json::error_handler_t::replace));
+    const std::optional<uint64_t> dim_size = non_negative_integer(dim);
+    if (!dim_size) return parse_error(source, where + ": shape has negative dim " + std::to_string(dim.get<int64_t>()));
+    const uint64_t size = *dim_size;
+    if (size > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(elements, size, &elements))
+      return parse_error(source, where + ": element count of its shape overflows");
+    entry.shape.push_back(static_cast<int64_t>(size));
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(ir::dtype_size(entry.dtype)), &bytes))
+    return parse_error(source, where + ": byte size of its shape overflows");
+  entry.elements = elements;
+
+  auto offsets_it = value.find("data_offsets");
+  if (offsets_it == value.end()) return parse_error(source, where + " has no 'data_offsets'");
+  const json& offsets = *offsets_it;
+  std::optional<uint64_t> begin, end;
+  if (offsets.is_array() && offsets.size() == 2) {
+    begin = non_negative_integer(offsets[0]);
+    end = non_negative_integer(offsets[1]);
+  }
+  if (!begin || !end)
+    return parse_error(source, where + ": 'data_offsets' must be [begin, end] with non-negative integers");
+  entry.begin = *begin;
+  entry.end = *end;
+  if (entry.begin > entry.end)
+    return parse_error(source, where + ": data_offsets begin " + std::to_string(entry.begin) + " > end " +
+                                   std::to_string(entry.end));
+  if (entry.end > data_size)
+    return parse_error(source, where + ": data_offsets end " + std::to_string(entry.end) +
+                                   " is past the data section (" + std::to_string(data_size) + " bytes)");
+  if (entry.end - entry.begin != bytes)
+    return parse_error(source, where + ": data_offsets span " + std::to_string(entry.end - entry.begin) +
+                                   " bytes but " + dtype + " with " + std::to_string(elements) +
+                                   " elements needs " + std::to_string(bytes));
+  return Status::ok();
+}
+
+Status check_no_overlap(const std::string& source, const std::vector<SafetensorsEntry>& tensors) {
+  std::vector<const SafetensorsEntry*> by_offset;
+  for (const auto& entry : tensors)
+    if (entry.end > entry.begin) by_offset.push_back(&entry);  // empty tensors own no bytes
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const auto* a, const auto* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
+  const SafetensorsEntry* reach = nullptr;  // the entry reaching furthest so far
+  for (const auto* entry : by_offset) {
+    if (reach && entry->begin < reach->end)
+      return parse_error(source, "tensors '" + reach->name + "' [" + std::to_string(reach->begin) + ", " +
+                                     std::to_string(reach->end) + ") and '" + entry->name + "' [" +
+                                     std::to_string(entry->begin) + ", " + std::to_string(entry->end) + ") overlap");
+    if (!reach || entry->end > reach->end) reach = entry;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const SafetensorsEntry* SafetensorsHeader::find(const std::string& name) const {
+  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                             [](const SafetensorsEntry& entry, const std::string& key) { return entry.name < key; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+std::string safetensors_dtype_name(ir::DType dtype) {
+  for (const auto& d : kDTypes)
+    if (d.dtype == dtype) return d.name;
+  return "";
+}
+
+Expected<SafetensorsHeader> parse_safetensors_header(const uint8_t* data, size_t size, const std::string& source) {
+  if (size < 8)
+    return parse_error(source, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+  const uint64_t header_len = read_u64_le(data);
+  if (header_len > size - 8)
+    return parse_error(source, "header length " + std::to_string(header_len) + " runs past end of file (size " +
+                                   std::to_string(size) + ")");
+  if (header_len > kMaxHeaderBytes)
+    return parse_error(source, "header length " + std::to_string(header_len) + " exceeds the limit of " +
+                                   std::to_string(kMaxHeaderBytes) + " bytes");
+  const json root = json::parse(data + 8, data + 8 + header_len, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded())
+    return parse_error(source, "header (" + std::to_string(header_len) + " bytes) is not valid JSON");
+  if (!root.is_object()) return parse_error(source, "header must be a JSON object");
+
+  SafetensorsHeader header;
+  header.data_start = 8 + header_len;
+  header.data_size = size - header.data_start;
+  // json objects iterate in key order, so `tensors` comes out sorted by name for find().
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) return parse_error(source, "'__metadata__' must be an object of strings");
+      for (auto meta = it->begin(); meta != it->end(); ++meta) {
+        if (!meta->is_string())
+          return parse_error(source, "'__metadata__' key '" + meta.key() + "' must map to a string");
+        header.metadata[meta.key()] = meta->get<std::string>();
+      }
+      continue;
+    }
+    SafetensorsEntry entry;
+    AC_TRY(parse_entry(source, it.key(), *it, header.data_size, entry));
+    header.tensors.push_back(std::move(entry));
+  }
+  AC_TRY(check_no_overlap(source, header.tensors));
+  return header;
+}
+
+// --- SafetensorsFile ---------------------------------------------------------------------------------
+
+Expected<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, name + ": cannot open: " + errno_text(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return error(ErrorCode::kIo, name + ": cannot stat: " + errno_text(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return error(ErrorCode::kIo, name + ": not a regular file");
+  }
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = path;
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ > 0) {  // mmap refuses a zero length; an empty file fails the header check below
+    void* base = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (base == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return error(ErrorCode::kIo,
+                   name + ": cannot mmap " + std::to_string(file->size_) + " bytes: " + errno_text(err));
+    }
+    file->base_ = static_cast<const uint8_t*>(base);
+  }
+  ::close(fd);  // the mapping stays valid without the descriptor
+  static const uint8_t kEmpty = 0;
+  AC_ASSIGN_OR_RETURN(file->header_, parse_safetensors_header(file->base_ ? file->base_ : &kEmpty, file->size_, name));
+  return file;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+}
+
+// --- SafetensorsStore --------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kSingleFile = "model.safetensors";
+constexpr const char* kIndexFile = "model.safetensors.index.json";
+
+// Reads the index's weight_map (tensor -> shard file name).
+Expected<std::map<std::string, std::string>> read_index(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(ErrorCode::kIo, name + ": cannot open: " + errno_text(errno));
+  const json root = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return parse_error(name, "not valid JSON");
+  if (!root.is_object()) return parse_error(name, "must be a JSON object");
+  auto map_it = root.find("weight_map");
+  if (map_it == root.end()) return parse_error(name, "has no 'weight_map'");
+  if (!map_it->is_object()) return parse_error(name, "'weight_map' must be an object of tensor -> shard file");
+  std::map<std::string, std::string> weight_map;
+  for (auto it = map_it->begin(); it != map_it->end(); ++it) {
+    if (!it->is_string()) return parse_error(name, "weight_map entry '" + it.key() + "' must be a string");
+    const std::string shard = it->get<std::string>();
+    // Shards live beside the index; refusing paths keeps a hostile index from reaching other files.
+    if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
+      return parse_error(name, "weight_map entry '" + it.key() + "' names '" + shard +
+                                   "', which is not a file name in the checkpoint directory");
+    weight_map[it.key()] = shard;
+  }
+  if (weight_map.empty()) return parse_error(name, "'weight_map' is empty");
+  return weight_map;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_checkpoint(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return error(ErrorCode::kNotFound, dir.string() + ": not a checkpoint directory");
+  std::unique_ptr<SafetensorsStore> store(new SafetensorsStore());
+  store->source_ = dir.string();
+
+  std::set<std::string> shard_names;
+  std::map<std::string, std::string> weight_map;
+  const bool single = std::filesystem::exists(dir / kSingleFile, ec);
+  if (single) {
+    shard_names.insert(kSingleFile);
+  } else if (std::filesystem::exists(dir / kIndexFile, ec)) {
+    AC_ASSIGN_OR_RETURN(weight_map, read_index(dir / kIndexFile));
+    for (const auto& [tensor, shard] : weight_map) shard_names.insert(shard);
+  } else {
+    return error(ErrorCode::kNotFound,
+                 dir.string() + ": has neither " + kSingleFile + " nor " + kIndexFile);
+  }
+
+  for (const auto& shard : shard_names) {
+    AC_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(dir / shard));
+    for (const auto& entry : file->header().tensors) {
+      auto [it, inserted] = store->locations_.try_emplace(entry.name, SafetensorsStore::Location{file.get(), &entry});
+      if (!inserted)
+        return parse_error(store->source_, "tensor '" + entry.name + "' is stored in both " +
+                                               it->second.file->path().filename().string() + " and " + shard);
+      store->tensors_.push_back(TensorInfo{entry.name, entry.dtype, entry.shape});
+    }
+    store->files_.push_back(std::move(file));
+  }
+  for (const auto& [tensor, shard] : weight_map) {
+    auto it = store->locations_.find(tensor);
+    if (it == store->locations_.end())
+      return error(ErrorCode::kNotFound, (dir / kIndexFile).string() + ": maps tensor '" + tensor + "' to " + shard +
+                                             ", which lacks it");
+    const std::string actual = it->second.file->path().filename().string();
+    if (actual != shard)
+      return error(ErrorCode::kNotFound, (dir / kIndexFile).string() + ": maps tensor '" + tensor + "' to " + shard +
+                                             ", which lacks it (it is in " + actual + ")");
+  }
+  return store;
+}
+
+std::vector<std::filesystem::path> SafetensorsStore::files() const {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& file : files_) paths.push_back(file->path());
+  return paths;
+}
+
+Expected<RawTensor> SafetensorsStore::raw(const std::string& name) const {
+  auto it = locations_.find(name);
+  if (it == locations_.end()) return error(ErrorCode::kNotFound, source_ + ": no tensor '" + name + "'");
+  const auto& [file, entry] = it->second;
+  return RawTensor{entry->dtype, entry->shape, file->bytes(*entry), static_cast<size_t>(entry->end - entry->begin)};
+}
+
+Status SafetensorsStore::read_f32(const std::string& name, std::vector<float>& out) const {
+  auto it = locations_.find(name);
+  if (it == locations_.end()) return error(ErrorCode::kNotFound, source_ + ": no tensor '" + name + "'");
+  const auto& [file, entry] = it->second;
+  const uint8_t* bytes = file->bytes(*entry);
+  const size_t n = static_cast<size_t>(entry->elements);
+  out.resize(n);
+  // memcpy per element: data offsets carry no alignment promise.
+  switch (entry->dtype) {
+    case ir::DType::kF32:
+      if (n) std::memcpy(out.data(), bytes, n * 4);
+      break;
+    case ir::DType::kF16:
+    case ir::DType::kBF16: {
+      const bool half = entry->dtype == ir::DType::kF16;
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, bytes + 2 * i, 2);
+        out[i] = half ? ir::half_to_float(bits) : ir::bf16_to_float(bits);
+      }
+      break;
+    }
+    case ir::DType::kI32:
+      for (size_t i = 0; i < n; ++i) {
+        int32_t v;
+        std::memcpy(&v, bytes + 4 * i, 4);
+        out[i] = static_cast<float>(v);
+      }
+      break;
+    case ir::DType::kI64:
+      for (size_t i = 0; i < n; ++i) {
+        int64_t v;
+        std::memcpy(&v, bytes + 8 * i, 8);
+        out[i] = static_cast<float>(v);
+      }
+      break;
+    default:
+      return error(ErrorCode::kUnsupported, file->path().string() + ": tensor '" + name + "' has dtype " +
+                                                std::string(ir::dtype_name(entry->dtype)) +
+                                                ", which cannot be read as f32");
+  }
+  return Status::ok();
+}
+
+// --- writing -----------------------------------------------------------------------------------------
+
+Status write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  const std::string name = path.string();
+  std::vector<const TensorToWrite*> sorted;
+  for (const auto& tensor : tensors) sorted.push_back(&tensor);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<uint64_t> sizes;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const TensorToWrite& t = *sorted[i];
+    const std::string where = name + ": tensor '" + t.name + "'";
+    if (t.name.empty() || t.name == "__metadata__")
+      return error(ErrorCode::kInvalidArgument, name + ": invalid tensor name '" + t.name + "'");
+    if (i > 0 && sorted[i - 1]->name == t.name)
+      return error(ErrorCode::kInvalidArgument, where + " is given twice");
+    const std::string dtype = safetensors_dtype_name(t.dtype);
+    if (dtype.empty())
+      return error(ErrorCode::kUnsupported, where + " has dtype " + std::string(ir::dtype_name(t.dtype)) +
+                                                ", which safetensors cannot store");
+    uint64_t elements = 1;
+    for (int64_t dim : t.shape)
+      if (dim < 0 || __builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements))
+        return error(ErrorCode::kInvalidArgument, where + " has an invalid shape");
+    const uint64_t bytes = elements * ir::dtype_size(t.dtype);
+    if (bytes > 0 && t.data == nullptr) return error(ErrorCode::kInvalidArgument, where + " has no data");
+    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", json::array({offset, offset + bytes})}};
+    sizes.push_back(bytes);
+    offset += bytes;
+  }
+  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
+  text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data section 8-byte aligned, as HF does
+
+  const std::string temp = name + ".tmp";
+  std::FILE* out = std::fopen(temp.c_str(), "wb");
+  if (!out) return error(ErrorCode::kIo, temp + ": cannot create: " + errno_text(errno));
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  bool ok = std::fwrite(length, 1, 8, out) == 8 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  for (size_t i = 0; ok && i < sorted.size(); ++i)
+    ok = sizes[i] == 0 || std::fwrite(sorted[i]->data, 1, sizes[i], out) == sizes[i];
+  const int err = errno;
+  if (std::fclose(out) != 0) ok = false;
+  if (!ok) {
+    std::remove(temp.c_str());
+    return error(ErrorCode::kIo, temp + ": write failed: " + errno_text(err));
+  }
+  if (std::rename(temp.c_str(), name.c_str()) != 0) {
+    const int rename_err = errno;
+    std::remove(temp.c_str());
+    return error(ErrorCode::kIo, name + ": cannot rename from " + temp + ": " + errno_text(rename_err));
+  }
+  return Status::ok();
+}
+
+}  // namespace agentcompile::frontend
