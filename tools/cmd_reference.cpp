@@ -69,6 +69,7 @@ void run_reference(const ReferenceOptions& options) {
   std::printf("tokens:");
   for (int32_t token : generation->tokens) std::printf(" %d", token);
   std::printf("\n");
+  std::fflush(stdout);
   std::fprintf(stderr, "reference interpreter (CPU, fp32): %zu prompt + %d new tokens in %.2f s\n", prompt.size(),
                options.new_tokens, seconds);
 }
