@@ -5,6 +5,8 @@
 #include "codegen/nvrtc_compiler.h"
 
 #include <nvrtc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -129,7 +131,66 @@ CompileResult compile_one(const CompileJob& job, const NvrtcOptions& options, co
 
 }  // namespace
 
+namespace {
+
+// Compiles in a forked child that writes every result into a scratch directory, so this process
+// never initializes CUDA (see NvrtcOptions::isolate).
+Expected<std::vector<CompileResult>> compile_isolated(const std::vector<CompileJob>& jobs, const NvrtcOptions& options) {
+  char pattern[] = "/tmp/agentcompile-nvrtc-XXXXXX";
+  const char* scratch_dir = mkdtemp(pattern);
+  if (!scratch_dir) return error(ErrorCode::kIo, "cannot create a scratch directory for NVRTC results");
+  const fs::path scratch(scratch_dir);
+  const pid_t pid = fork();
+  if (pid < 0) return error(ErrorCode::kIo, "fork() for NVRTC failed");
+  if (pid == 0) {
+    NvrtcOptions inner = options;
+    inner.isolate = false;
+    auto results = compile_all(jobs, inner);
+    if (!results) {
+      std::ofstream(scratch / "error") << results.status().to_string();
+      _exit(1);
+    }
+    for (size_t i = 0; i < results->size(); ++i) {
+      const CompileResult& r = (*results)[i];
+      const std::string stem = (scratch / std::to_string(i)).string();
+      std::ofstream(stem + ".meta") << (r.ok ? 1 : 0) << " " << (r.cache_hit ? 1 : 0) << " " << r.seconds << " " << r.key;
+      std::ofstream(stem + ".log") << r.log;
+      std::ofstream(stem + ".cubin", std::ios::binary).write(r.cubin.data(), static_cast<std::streamsize>(r.cubin.size()));
+    }
+    _exit(0);
+  }
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  std::vector<CompileResult> results(jobs.size());
+  Status status = Status::ok();
+  if (fs::exists(scratch / "error")) {
+    status = error(ErrorCode::kUnsupported, read_file(scratch / "error"));
+  } else if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    status = error(ErrorCode::kInternal, "the NVRTC compile process died");
+  } else {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const std::string stem = (scratch / std::to_string(i)).string();
+      CompileResult& r = results[i];
+      r.kernel = jobs[i].kernel;
+      int ok = 0, hit = 0;
+      std::ifstream(stem + ".meta") >> ok >> hit >> r.seconds >> r.key;
+      r.ok = ok != 0;
+      r.cache_hit = hit != 0;
+      r.log = read_file(stem + ".log");
+      const std::string cubin = read_file(stem + ".cubin");
+      r.cubin.assign(cubin.begin(), cubin.end());
+    }
+  }
+  std::error_code ignored;
+  fs::remove_all(scratch, ignored);
+  if (!status) return status;
+  return results;
+}
+
+}  // namespace
+
 Expected<std::vector<CompileResult>> compile_all(const std::vector<CompileJob>& jobs, const NvrtcOptions& options) {
+  if (options.isolate) return compile_isolated(jobs, options);
   fs::path include_dir = options.cuda_include_dir;
   if (include_dir.empty()) {
     AC_ASSIGN_OR_RETURN(include_dir, cuda_include_dir());

@@ -17,6 +17,9 @@ struct NvrtcOptions {
   std::filesystem::path cuda_include_dir;  // empty: found automatically (see cuda_include_dir())
   int threads = 0;                         // 0: hardware concurrency
   std::vector<std::string> extra_options;  // e.g. -lineinfo
+  // NVRTC loads the CUDA driver and calls cuInit, after which a forked child can no longer use
+  // CUDA. A process that forks GPU workers later (the compiler) compiles in a forked child instead.
+  bool isolate = false;
 };
 
 struct CompileJob {

@@ -9,17 +9,19 @@ namespace ac {
 
 // The one calling convention of generated kernels. The runtime binds a region site's buffers by
 // interface slot (inputs, outputs, weights and written states, each in the order the analyzer
-// lists them); the generated wrapper maps slots to the family's roles. Passed by value.
+// lists them); the generated wrapper maps slots to the family's roles. Passed by value. An output
+// that a kv_append returns is the state buffer itself. Mirrored on the host by tune/region_args.h.
 struct RegionArgs {
   const void* in[8];
   void* out[8];
   const void* w[8];
   void* state[4];
   void* workspace;
-  const int* pos;  // device scalar: the first position of this call (read on the device: graph-safe)
-  int T;           // tokens in this call
-  int L;           // rows allocated in each KV-cache state
+  int T;  // tokens in this call
+  int L;  // rows allocated in each KV-cache state
 };
+// The first position of a call is a region input (an i32 scalar in device memory, read on the
+// device so a captured CUDA graph replays with the current position).
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }

@@ -36,10 +36,6 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   __shared__ float partial[SPLIT > 1 ? kWarps * ROWS * kMats : 1];
 
   const int K = p.K;
-  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec)
-    *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);
-  __syncthreads();
-
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row_warp = warp % kRowWarps, split = warp / kRowWarps;
   const int total_rows = p.rows[0] + p.rows[1] + p.rows[2];
@@ -73,14 +69,31 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   const int k_end = min(K, k_begin + k_chunk);
   constexpr int kStep = 32 * kVec;
   int k = k_begin + lane * kVec;
-  for (; k + (UNROLL - 1) * kStep < k_end; k += UNROLL * kStep) {
-    uint4 wv[UNROLL][ROWS][kMats];
+
+  // Software pipeline: the next batch of weight lines is in flight while this one is multiplied,
+  // and the first batch is issued before x is staged, so the block's start overlaps its loads.
+  uint4 cur[UNROLL][ROWS][kMats];
+  auto batch_fits = [&](int at) { return at + (UNROLL - 1) * kStep < k_end; };
+  auto load_batch = [&](uint4 (&dst)[UNROLL][ROWS][kMats], int at) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
       for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-        for (int m = 0; m < kMats; ++m) wv[u][r][m] = load_stream16(wrow[r][m] + k + u * kStep);
+        for (int m = 0; m < kMats; ++m) dst[u][r][m] = load_stream16(wrow[r][m] + at + u * kStep);
+  };
+  bool have = batch_fits(k);
+  if (have) load_batch(cur, k);
+
+  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec)
+    *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);
+  __syncthreads();
+
+  while (have) {
+    const int next = k + UNROLL * kStep;
+    const bool have_next = batch_fits(next);
+    uint4 nxt[UNROLL][ROWS][kMats];
+    if (have_next) load_batch(nxt, next);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       float xf[8];
@@ -90,11 +103,21 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
 #pragma unroll
         for (int m = 0; m < kMats; ++m) {
           float wf[8];
-          unpack8<T>(wv[u][r][m], wf);
+          unpack8<T>(cur[u][r][m], wf);
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[e], xf[e], acc[r][m]);
         }
     }
+    if (have_next) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+          for (int m = 0; m < kMats; ++m) cur[u][r][m] = nxt[u][r][m];
+    }
+    k = next;
+    have = have_next;
   }
   for (; k < k_end; k += kStep) {  // remainder steps
     float xf[8];

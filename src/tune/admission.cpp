@@ -1,0 +1,440 @@
+// Admission worker: validation and timing of candidates in a forked process (see admission.h).
+#include "tune/admission.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/cuda_driver.h"
+#include "tune/region_args.h"
+
+namespace agentcompile::tune {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Device copies of one case's buffers, bound into a RegionArgs.
+struct DeviceSet {
+  std::vector<DeviceBuffer> inputs, params, states, outputs;
+  DeviceBuffer workspace;
+  RegionArgs args;
+};
+
+Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,
+                               const RegionBindings& bindings) {
+  DeviceSet set;
+  auto upload = [](const TestTensor& t) -> Expected<DeviceBuffer> {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
+    if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()));
+    return buffer;
+  };
+  for (const auto& t : c.inputs) {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    set.inputs.push_back(std::move(b));
+  }
+  for (const auto& t : *c.params) {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    set.params.push_back(std::move(b));
+  }
+  for (const auto& t : c.states) {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    set.states.push_back(std::move(b));
+  }
+  for (size_t o = 0; o < layout.outputs.size(); ++o) {
+    if (layout.output_state[o] >= 0) {
+      set.outputs.emplace_back();
+      continue;
+    }
+    int64_t count = 1;
+    for (int64_t size : layout.symbols.resolve(layout.outputs[o].shape)) count *= size;
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(std::max<size_t>(16, static_cast<size_t>(count) * ir::dtype_size(layout.outputs[o].dtype))));
+    set.outputs.push_back(std::move(b));
+  }
+  const int64_t workspace = candidate.workspace_bytes_per_token * bindings.T + candidate.workspace_bytes_fixed;
+  AC_ASSIGN_OR_RETURN(set.workspace, DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(workspace, 16))));
+  for (size_t i = 0; i < set.inputs.size(); ++i) set.args.in[i] = set.inputs[i].get();
+  for (size_t i = 0; i < set.params.size(); ++i) set.args.w[i] = set.params[i].get();
+  for (size_t i = 0; i < set.states.size(); ++i) set.args.state[i] = set.states[i].get();
+  for (size_t o = 0; o < set.outputs.size(); ++o)
+    set.args.out[o] = layout.output_state[o] >= 0 ? set.states[static_cast<size_t>(layout.output_state[o])].get() : set.outputs[o].get();
+  set.args.workspace = set.workspace.get();
+  set.args.T = static_cast<int32_t>(bindings.T);
+  set.args.L = static_cast<int32_t>(bindings.L);
+  return set;
+}
+
+struct LoadedCandidate {
+  std::unique_ptr<CudaModule> module;
+  std::vector<CUfunction> functions;
+};
+
+Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
+                    const RegionBindings& bindings, CUstream stream) {
+  for (size_t l = 0; l < candidate.launches.size(); ++l) {
+    const plan::Launch& launch = candidate.launches[l];
+    if (launch.library) return error(ErrorCode::kUnsupported, launch.kernel + ": library launches are run by the runtime");
+    AC_TRY(launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
+                         static_cast<unsigned>(launch.grid_y.at(bindings.T)), static_cast<unsigned>(launch.grid_z.at(bindings.T)),
+                         static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args));
+  }
+  return Status::ok();
+}
+
+// Validates one candidate over every case; returns false in `fault` when the context is now unusable.
+CandidateResult validate_and_time(CudaContext& ctx, const RegionLayout& layout, const std::vector<RegionCase>& cases,
+                                  const plan::Candidate& candidate, const codegen::CompileResult& compiled,
+                                  const RegionBindings& bindings, const AdmitOptions& options) {
+  CandidateResult r;
+  r.id = candidate.id;
+  r.name = candidate.name();
+  r.compiled = true;
+  auto fail = [&](const Status& status, bool fault) {
+    r.faulted = fault;
+    r.rejection = (fault ? "fault: " : "") + status.message();
+    return r;
+  };
+  LoadedCandidate loaded;
+  auto module = CudaModule::load(compiled.cubin, candidate.name());
+  if (!module) return fail(module.status(), false);
+  loaded.module = std::move(*module);
+  for (const auto& launch : candidate.launches) {
+    auto function = loaded.module->function(launch.kernel);
+    if (!function) return fail(function.status(), false);
+    loaded.functions.push_back(*function);
+  }
+
+  for (const RegionCase& c : cases) {
+    auto set = upload_set(layout, c, candidate, bindings);
+    if (!set) return fail(set.status(), false);
+    for (auto& out : set->outputs)
+      if (out.bytes()) {
+        if (Status s = out.fill_bytes(0xff); !s) return fail(s, true);  // NaN in f16, bf16 and f32
+      }
+    Status status = run_launches(candidate, loaded, set->args, bindings, ctx.stream());
+    if (status) status = ctx.synchronize();
+    if (!status) return fail(status, true);
+    auto check_unchanged = [&](const std::vector<DeviceBuffer>& buffers, const std::vector<TestTensor>& host, const char* what) -> std::string {
+      for (size_t i = 0; i < host.size(); ++i) {
+        if (host[i].bytes.empty()) continue;
+        std::vector<uint8_t> back(host[i].bytes.size());
+        if (!buffers[i].download(back.data(), back.size())) return std::string("cannot read back ") + what;
+        if (back != host[i].bytes) return std::string(what) + " " + std::to_string(i) + " was modified by the kernel";
+      }
+      return "";
+    };
+    if (auto why = check_unchanged(set->inputs, c.inputs, "input"); !why.empty()) return fail(error(ErrorCode::kMismatch, why), false);
+    if (auto why = check_unchanged(set->params, *c.params, "weight"); !why.empty()) return fail(error(ErrorCode::kMismatch, why), false);
+    auto check = [&](const DeviceBuffer& buffer, const TestTensor& expected, const std::string& what) -> std::string {
+      std::vector<uint8_t> bytes(static_cast<size_t>(expected.elements()) * ir::dtype_size(expected.dtype));
+      if (!buffer.download(bytes.data(), bytes.size())) return "cannot read back " + what;
+      Comparison cmp = compare(decode_values(expected.dtype, bytes), expected.values, expected.dtype);
+      r.max_abs_error = std::max(r.max_abs_error, cmp.max_abs_error);
+      r.max_rel_error = std::max(r.max_rel_error, cmp.max_rel_error);
+      return cmp.ok ? "" : what + " (" + c.label + "): " + cmp.reason;
+    };
+    for (size_t o = 0; o < layout.outputs.size(); ++o)
+      if (layout.output_state[o] < 0)
+        if (auto why = check(set->outputs[o], c.expected_outputs[o], "output " + std::to_string(o)); !why.empty())
+          return fail(error(ErrorCode::kMismatch, why), false);
+    for (size_t s = 0; s < layout.states.size(); ++s)
+      if (auto why = check(set->states[s], c.expected_states[s], "state " + std::to_string(s)); !why.empty())
+        return fail(error(ErrorCode::kMismatch, why), false);
+    ++r.cases;
+  }
+  r.validated = true;
+  if (!options.measure) return r;
+
+  // Timing: rotate through enough buffer sets that one set's bytes are out of L2 when it comes back.
+  int64_t set_bytes = 0;
+  for (const auto& t : cases.front().inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
+  for (const auto& t : *cases.front().params) set_bytes += static_cast<int64_t>(t.bytes.size());
+  const int64_t l2 = std::max<int64_t>(ctx.info().l2_bytes, 1 << 20);
+  const int sets_needed = static_cast<int>(std::clamp<int64_t>(3 * l2 / std::max<int64_t>(set_bytes, 1) + 1, 1, 64));
+  std::vector<DeviceSet> sets;
+  for (int s = 0; s < sets_needed; ++s) {
+    auto set = upload_set(layout, cases[static_cast<size_t>(s) % cases.size()], candidate, bindings);
+    if (!set) return fail(set.status(), false);
+    sets.push_back(std::move(*set));
+  }
+  r.buffer_sets = sets_needed;
+  for (int w = 0; w < options.warmup; ++w)
+    if (Status s = run_launches(candidate, loaded, sets[static_cast<size_t>(w) % sets.size()].args, bindings, ctx.stream()); !s)
+      return fail(s, true);
+  std::vector<CudaEvent> events;
+  for (int i = 0; i <= options.repetitions; ++i) {
+    auto event = CudaEvent::create();
+    if (!event) return fail(event.status(), true);
+    events.push_back(std::move(*event));
+  }
+  if (Status s = events[0].record(ctx.stream()); !s) return fail(s, true);
+  for (int rep = 0; rep < options.repetitions; ++rep) {
+    if (Status s = run_launches(candidate, loaded, sets[static_cast<size_t>(rep) % sets.size()].args, bindings, ctx.stream()); !s)
+      return fail(s, true);
+    if (Status s = events[static_cast<size_t>(rep) + 1].record(ctx.stream()); !s) return fail(s, true);
+  }
+  std::vector<double> times;
+  for (int rep = 0; rep < options.repetitions; ++rep) {
+    auto ms = events[static_cast<size_t>(rep) + 1].elapsed_since(events[static_cast<size_t>(rep)]);
+    if (!ms) return fail(ms.status(), true);
+    times.push_back(*ms * 1000.0);
+  }
+  std::sort(times.begin(), times.end());
+  auto at = [&](double q) { return times[static_cast<size_t>(std::lround(q * static_cast<double>(times.size() - 1)))]; };
+  r.median_us = at(0.5);
+  r.p10_us = at(0.1);
+  r.p90_us = at(0.9);
+  r.repetitions = options.repetitions;
+  r.measured = true;
+  return r;
+}
+
+json to_json(const CandidateResult& r) {
+  return json{{"id", r.id}, {"name", r.name}, {"compiled", r.compiled}, {"validated", r.validated}, {"measured", r.measured},
+              {"faulted", r.faulted}, {"rejection", r.rejection}, {"max_abs_error", r.max_abs_error},
+              {"max_rel_error", r.max_rel_error}, {"cases", r.cases}, {"median_us", r.median_us}, {"p10_us", r.p10_us},
+              {"p90_us", r.p90_us}, {"repetitions", r.repetitions}, {"buffer_sets", r.buffer_sets}};
+}
+
+CandidateResult from_json(const json& j) {
+  CandidateResult r;
+  r.id = j.value("id", "");
+  r.name = j.value("name", "");
+  r.compiled = j.value("compiled", false);
+  r.validated = j.value("validated", false);
+  r.measured = j.value("measured", false);
+  r.faulted = j.value("faulted", false);
+  r.rejection = j.value("rejection", "");
+  r.max_abs_error = j.value("max_abs_error", 0.0);
+  r.max_rel_error = j.value("max_rel_error", 0.0);
+  r.cases = j.value("cases", 0);
+  r.median_us = j.value("median_us", 0.0);
+  r.p10_us = j.value("p10_us", 0.0);
+  r.p90_us = j.value("p90_us", 0.0);
+  r.repetitions = j.value("repetitions", 0);
+  r.buffer_sets = j.value("buffer_sets", 0);
+  return r;
+}
+
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// The worker: runs candidates [first, end) and reports one JSON line each; exits at the first fault.
+[[noreturn]] void worker_main(int fd, size_t first, const RegionLayout& layout, const std::vector<RegionCase>& cases,
+                              const std::vector<plan::Candidate>& candidates,
+                              const std::vector<codegen::CompileResult>& compiled, const RegionBindings& bindings,
+                              const AdmitOptions& options) {
+  auto ctx = CudaContext::create();
+  if (!ctx) {
+    write_all(fd, "ERROR " + json(ctx.status().to_string()).dump() + "\n");
+    _exit(2);
+  }
+  for (size_t i = first; i < candidates.size(); ++i) {
+    if (!compiled[i].ok) continue;
+    write_all(fd, "BEGIN " + std::to_string(i) + "\n");
+    CandidateResult r = validate_and_time(**ctx, layout, cases, candidates[i], compiled[i], bindings, options);
+    write_all(fd, "RESULT " + std::to_string(i) + " " + to_json(r).dump() + "\n");
+    if (r.faulted) _exit(3);
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+Expected<std::vector<CandidateResult>> admit_candidates(const ir::Module& region_module, const RegionBindings& bindings,
+                                                         const std::vector<RegionCase>& cases,
+                                                         const std::vector<plan::Candidate>& candidates,
+                                                         const std::vector<codegen::CompileResult>& compiled,
+                                                         const AdmitOptions& options) {
+  AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, bindings));
+  std::vector<CandidateResult> results(candidates.size());
+  std::vector<bool> reported(candidates.size(), false);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    results[i].id = candidates[i].id;
+    results[i].name = candidates[i].name();
+    results[i].compiled = i < compiled.size() && compiled[i].ok;
+    if (!results[i].compiled) {
+      results[i].rejection = candidates[i].source_class == "library" ? "library candidate: run by the runtime's library path"
+                                                                     : "compile error: " + (i < compiled.size() ? compiled[i].log : "not compiled");
+      reported[i] = true;
+    }
+  }
+  size_t next = 0;
+  while (true) {
+    while (next < candidates.size() && reported[next]) ++next;
+    if (next >= candidates.size()) break;
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) return error(ErrorCode::kIo, "pipe() for the admission worker failed");
+    const pid_t pid = fork();
+    if (pid < 0) return error(ErrorCode::kIo, "fork() for the admission worker failed");
+    if (pid == 0) {
+      close(pipe_fds[0]);
+      worker_main(pipe_fds[1], next, layout, cases, candidates, compiled, bindings, options);
+    }
+    close(pipe_fds[1]);
+    std::string buffer;
+    long running = -1;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.candidate_timeout_s);
+    bool timed_out = false;
+    std::string worker_error;
+    while (true) {
+      pollfd pfd{pipe_fds[0], POLLIN, 0};
+      const int wait_ms = static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                    deadline - std::chrono::steady_clock::now()).count()));
+      const int ready = poll(&pfd, 1, wait_ms);
+      if (ready == 0) {
+        timed_out = true;
+        kill(pid, SIGKILL);
+        break;
+      }
+      char chunk[4096];
+      const ssize_t n = read(pipe_fds[0], chunk, sizeof(chunk));
+      if (n <= 0) break;
+      buffer.append(chunk, static_cast<size_t>(n));
+      size_t newline;
+      while ((newline = buffer.find('\n')) != std::string::npos) {
+        const std::string line = buffer.substr(0, newline);
+        buffer.erase(0, newline + 1);
+        if (line.rfind("BEGIN ", 0) == 0) {
+          running = std::stol(line.substr(6));
+          deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.candidate_timeout_s);
+        } else if (line.rfind("RESULT ", 0) == 0) {
+          const size_t space = line.find(' ', 7);
+          const size_t index = std::stoul(line.substr(7, space - 7));
+          json j = json::parse(line.substr(space + 1), nullptr, false);
+          if (!j.is_discarded() && index < results.size()) {
+            results[index] = from_json(j);
+            reported[index] = true;
+          }
+          running = -1;
+        } else if (line.rfind("ERROR ", 0) == 0) {
+          json j = json::parse(line.substr(6), nullptr, false);
+          worker_error = j.is_string() ? j.get<std::string>() : line;
+        }
+      }
+    }
+    close(pipe_fds[0]);
+    int wstatus = 0;
+    waitpid(pid, &wstatus, 0);
+    if (!worker_error.empty()) return error(ErrorCode::kUnsupported, "admission worker: " + worker_error);
+    if (running >= 0 && !reported[static_cast<size_t>(running)]) {
+      // The worker died (or hung) inside this candidate: a fault of the candidate, not of the compile.
+      CandidateResult& r = results[static_cast<size_t>(running)];
+      r.faulted = true;
+      r.rejection = timed_out ? "fault: no answer within " + std::to_string(options.candidate_timeout_s) + " s (killed)"
+                              : WIFSIGNALED(wstatus) ? "fault: worker killed by signal " + std::to_string(WTERMSIG(wstatus))
+                                                     : "fault: worker exited with status " + std::to_string(WEXITSTATUS(wstatus));
+      reported[static_cast<size_t>(running)] = true;
+    } else if (running < 0 && next < candidates.size() && !reported[next]) {
+      bool any_new = false;
+      for (size_t i = next; i < candidates.size(); ++i) any_new |= reported[i];
+      if (!any_new) return error(ErrorCode::kInternal, "admission worker ended without reporting");
+    }
+  }
+  return results;
+}
+
+namespace {
+
+// Runs `body` in a forked child and returns what it printed as its single result line.
+Expected<std::string> run_forked(const std::function<Expected<std::string>()>& body, double timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return error(ErrorCode::kIo, "pipe() failed");
+  const pid_t pid = fork();
+  if (pid < 0) return error(ErrorCode::kIo, "fork() failed");
+  if (pid == 0) {
+    close(fds[0]);
+    auto out = body();
+    write_all(fds[1], out ? "OK " + *out : "ERROR " + out.status().to_string());
+    _exit(out ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0 || poll(&pfd, 1, static_cast<int>(left)) == 0) {
+      kill(pid, SIGKILL);
+      break;
+    }
+    char chunk[4096];
+    const ssize_t n = read(fds[0], chunk, sizeof(chunk));
+    if (n <= 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  if (text.rfind("OK ", 0) == 0) return text.substr(3);
+  if (text.rfind("ERROR ", 0) == 0) return error(ErrorCode::kUnsupported, text.substr(6));
+  return error(ErrorCode::kInternal, "GPU worker died without an answer");
+}
+
+}  // namespace
+
+Expected<DeviceInfo> probe_device() {
+  AC_ASSIGN_OR_RETURN(std::string text, run_forked([]() -> Expected<std::string> {
+    AC_ASSIGN_OR_RETURN(auto ctx, CudaContext::create());
+    const DeviceInfo& i = ctx->info();
+    return json{{"name", i.name}, {"sm_major", i.sm_major}, {"sm_minor", i.sm_minor}, {"multiprocessors", i.multiprocessors},
+                {"total_memory", i.total_memory}, {"l2_bytes", i.l2_bytes}, {"shared_per_block_optin", i.shared_per_block_optin},
+                {"driver_version", i.driver_version}}.dump();
+  }, 120));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return error(ErrorCode::kInternal, "device probe returned malformed JSON");
+  DeviceInfo info;
+  info.name = j.value("name", "");
+  info.sm_major = j.value("sm_major", 0);
+  info.sm_minor = j.value("sm_minor", 0);
+  info.multiprocessors = j.value("multiprocessors", 0);
+  info.total_memory = j.value("total_memory", int64_t{0});
+  info.l2_bytes = j.value("l2_bytes", int64_t{0});
+  info.shared_per_block_optin = j.value("shared_per_block_optin", int64_t{0});
+  info.driver_version = j.value("driver_version", 0);
+  return info;
+}
+
+std::string nvrtc_arch(const DeviceInfo& info) {
+  if (info.sm_major == 9 && info.sm_minor == 0) return "sm_90a";
+  return "sm_" + std::to_string(info.sm_major) + std::to_string(info.sm_minor);
+}
+
+Expected<double> measure_copy_bandwidth_gbs(size_t bytes) {
+  AC_ASSIGN_OR_RETURN(std::string text, run_forked([bytes]() -> Expected<std::string> {
+    AC_ASSIGN_OR_RETURN(auto ctx, CudaContext::create());
+    AC_ASSIGN_OR_RETURN(DeviceBuffer a, DeviceBuffer::allocate(bytes));
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(bytes));
+    AC_TRY(a.fill_bytes(1));
+    AC_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::create());
+    AC_ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::create());
+    AC_TRY(copy_device(b, a, bytes, ctx->stream()));
+    AC_TRY(ctx->synchronize());
+    constexpr int kReps = 10;
+    AC_TRY(start.record(ctx->stream()));
+    for (int i = 0; i < kReps; ++i) AC_TRY(copy_device(i % 2 ? a : b, i % 2 ? b : a, bytes, ctx->stream()));
+    AC_TRY(stop.record(ctx->stream()));
+    AC_ASSIGN_OR_RETURN(float ms, stop.elapsed_since(start));
+    return std::to_string(2.0 * static_cast<double>(bytes) * kReps / (ms * 1e-3) / 1e9);
+  }, 120));
+  return std::stod(text);
+}
+
+}  // namespace agentcompile::tune

@@ -1,0 +1,147 @@
+// Building admission cases and their reference outputs.
+//
+// Values are drawn at magnitudes a real model sees: activations O(1), weight matrices scaled by
+// 1/sqrt(K) so dot products stay O(1), norm weights near 1. All are rounded to their dtype before
+// either side sees them, so the only difference left is the arithmetic under test.
+#include "tune/region_cases.h"
+
+#include <cmath>
+
+#include "ir/interpreter.h"
+
+namespace agentcompile::tune {
+
+namespace {
+
+std::vector<int64_t> sizes(const ir::TensorType& type, const ir::SymbolBindings& symbols) { return symbols.resolve(type.shape); }
+
+// Token ids must index the table of the embedding that reads them.
+int32_t id_limit(const ir::Function& function, ir::ValueId arg, const ir::Module& module) {
+  for (const auto& node : function.nodes)
+    if (node.op == ir::OpKind::kEmbedding && node.operands[1] == arg)
+      return static_cast<int32_t>(function.type(node.operands[0]).shape[0].value);
+  (void)module;
+  return 1;
+}
+
+}  // namespace
+
+Expected<RegionLayout> region_layout(const ir::Module& region_module, const RegionBindings& bindings) {
+  const ir::Function* function = region_module.find_function("region");
+  if (!function) return error(ErrorCode::kInternal, region_module.name + " has no function 'region'");
+  RegionLayout layout;
+  layout.symbols = ir::SymbolBindings{bindings.T, bindings.L};
+  for (ir::ValueId arg : function->args) layout.inputs.push_back(function->type(arg));
+  for (const auto& param : region_module.params) layout.params.push_back(param.type);
+  for (const auto& state : region_module.states) layout.states.push_back(state.type);
+  for (ir::ValueId result : function->results) {
+    layout.outputs.push_back(function->type(result));
+    int aliased = -1;
+    const int producer = function->value(result).producer;
+    if (producer >= 0 && function->nodes[static_cast<size_t>(producer)].op == ir::OpKind::kKvAppend) {
+      const std::string state = function->nodes[static_cast<size_t>(producer)].string_attr("state");
+      for (size_t s = 0; s < region_module.states.size(); ++s)
+        if (region_module.states[s].name == state) aliased = static_cast<int>(s);
+    }
+    layout.output_state.push_back(aliased);
+  }
+  if (layout.inputs.size() > 8 || layout.params.size() > 8 || layout.outputs.size() > 8 || layout.states.size() > 4)
+    return error(ErrorCode::kUnsupported, region_module.name + ": more interface slots than ac::RegionArgs holds");
+  return layout;
+}
+
+Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
+                                                     int seeds, const std::vector<Distribution>& distributions) {
+  AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, bindings));
+  const ir::Function& function = *region_module.find_function("region");
+  // Weights are drawn once per region (they can be the largest tensors: lm_head is 0.6 GB) and
+  // shared by every case; inputs and cache contents vary by seed and distribution.
+  auto weights = std::make_shared<std::vector<TestTensor>>();
+  uint64_t weight_stream = 0x5eed;
+  for (size_t p = 0; p < layout.params.size(); ++p) {
+    const auto& type = layout.params[p];
+    const auto shape = sizes(type, layout.symbols);
+    const bool is_norm = region_module.params[p].name.find("norm") != std::string::npos;
+    if (is_norm) {
+      TestTensor t = random_tensor(type.dtype, shape, Distribution::kNormal, ++weight_stream, 0.2f);
+      for (auto& v : t.values) v += 1.0f;
+      weights->push_back(tensor_from_values(type.dtype, shape, t.values));
+    } else {
+      const float scale = shape.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(shape[1])) : 0.1f;
+      weights->push_back(random_tensor(type.dtype, shape, Distribution::kNormal, ++weight_stream, scale));
+    }
+  }
+  std::shared_ptr<const std::vector<TestTensor>> params = weights;
+  std::vector<RegionCase> cases;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    for (Distribution distribution : distributions) {
+      RegionCase c;
+      c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
+      uint64_t stream = static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(distribution) * 7919u;
+      for (size_t i = 0; i < layout.inputs.size(); ++i) {
+        const auto& type = layout.inputs[i];
+        if (type.dtype == ir::DType::kI32 && type.shape.empty()) {
+          c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));
+        } else {
+          const int32_t limit = type.dtype == ir::DType::kI32 ? id_limit(function, function.args[i], region_module) : 1;
+          c.inputs.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream, 1.0f, limit));
+        }
+      }
+      c.params = params;
+      for (const auto& type : layout.states)
+        c.states.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream));
+
+      // Reference: the interpreter on the extracted module, starting from the same state contents.
+      ir::Interpreter interpreter(
+          region_module,
+          [&](const std::string& name, std::vector<float>& out) -> Status {
+            for (size_t p = 0; p < region_module.params.size(); ++p)
+              if (region_module.params[p].name == name) {
+                out = (*params)[p].values;
+                return Status::ok();
+              }
+            return error(ErrorCode::kNotFound, "no test values for parameter " + name);
+          },
+          ir::InterpreterOptions{bindings.L, 0});
+      for (size_t s = 0; s < layout.states.size(); ++s)
+        AC_TRY(interpreter.set_state(region_module.states[s].name, c.states[s].values));
+      std::vector<ir::HostTensor> args;
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        ir::HostTensor arg;
+        arg.dtype = c.inputs[i].dtype;
+        arg.shape = c.inputs[i].shape;
+        if (arg.dtype == ir::DType::kI32)
+          for (float v : c.inputs[i].values) arg.i32.push_back(static_cast<int32_t>(v));
+        else
+          arg.f32 = c.inputs[i].values;
+        args.push_back(std::move(arg));
+      }
+      AC_ASSIGN_OR_RETURN(auto outputs, interpreter.run("region", args));
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        if (layout.output_state[o] >= 0) {
+          c.expected_outputs.emplace_back();
+          continue;
+        }
+        TestTensor expected;
+        expected.dtype = layout.outputs[o].dtype;
+        expected.shape = outputs[o].shape;
+        expected.values = outputs[o].f32;
+        if (expected.dtype == ir::DType::kI32)
+          for (int32_t v : outputs[o].i32) expected.values.push_back(static_cast<float>(v));
+        c.expected_outputs.push_back(std::move(expected));
+      }
+      for (size_t s = 0; s < layout.states.size(); ++s) {
+        AC_ASSIGN_OR_RETURN(std::vector<float> after, interpreter.state(region_module.states[s].name));
+        TestTensor expected;
+        expected.dtype = layout.states[s].dtype;
+        expected.shape = c.states[s].shape;
+        expected.values = std::move(after);
+        c.expected_states.push_back(std::move(expected));
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+}  // namespace agentcompile::tune

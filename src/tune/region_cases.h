@@ -1,0 +1,43 @@
+// Test cases for admitting a region's candidates: random inputs, weights and cache contents for
+// several seeds and input distributions, with the outputs the reference interpreter computes from
+// them on the extracted region module (analysis/extract.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agentcompile/status.h"
+#include "ir/graph.h"
+#include "tune/host_data.h"
+
+namespace agentcompile::tune {
+
+struct RegionBindings {
+  int64_t T = 1;    // tokens of the call
+  int64_t L = 256;  // cache rows allocated
+  int32_t pos = 0;  // first position of the call
+};
+
+struct RegionCase {
+  std::string label;                       // "seed 2, heavy-tailed"
+  std::vector<TestTensor> inputs;          // per region input slot
+  std::shared_ptr<const std::vector<TestTensor>> params;  // per weight slot, shared by every case
+  std::vector<TestTensor> states;          // per state slot, contents before the call
+  std::vector<TestTensor> expected_outputs;  // per output slot (empty tensors for state aliases)
+  std::vector<TestTensor> expected_states;   // per state slot, contents after the call
+};
+
+struct RegionLayout {
+  std::vector<ir::TensorType> inputs, params, states, outputs;
+  std::vector<int> output_state;  // per output: the state slot it aliases (kv_append result) or -1
+  ir::SymbolBindings symbols;
+};
+
+// The slot layout of an extracted region module (function "region").
+Expected<RegionLayout> region_layout(const ir::Module& region_module, const RegionBindings& bindings);
+
+Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
+                                                     int seeds, const std::vector<Distribution>& distributions);
+
+}  // namespace agentcompile::tune
