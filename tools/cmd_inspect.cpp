@@ -1,5 +1,6 @@
 // `agentcompile inspect MODEL`: the IR, node counts per function and parameter counts by group.
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -29,7 +30,7 @@ std::string param_group(const std::string& name) {
   return "other";
 }
 
-void run_inspect(const std::string& model_path, bool print_ir) {
+void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out) {
   auto source = frontend::open_model(model_path, /*with_weights=*/false);
   if (!source) fail(source.status().to_string());
   auto module = frontend::build_module(source->config);
@@ -42,7 +43,13 @@ void run_inspect(const std::string& model_path, bool print_ir) {
               (long long)c.hidden_size, (long long)c.intermediate_size, (long long)c.num_layers, (long long)c.num_heads,
               (long long)c.num_kv_heads, (long long)c.head_dim, (long long)c.vocab_size,
               c.tie_word_embeddings ? "tied embeddings" : "untied embeddings", std::string(ir::dtype_name(c.dtype)).c_str());
-  if (print_ir) std::printf("\n%s\n", ir::print_module(*module).c_str());
+  const std::string text = ir::print_module(*module);
+  if (print_ir) std::printf("\n%s\n", text.c_str());
+  if (!ir_out.empty()) {
+    std::ofstream out(ir_out);
+    out << text;
+    if (!out) fail(ir_out + ": cannot write the IR");
+  }
 
   for (const auto& function : module->functions) {
     std::map<std::string, int> counts;
@@ -69,9 +76,11 @@ void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Print a model's IR, node counts and parameter counts (needs only config.json)");
   auto model = std::make_shared<std::string>();
   auto no_ir = std::make_shared<bool>(false);
+  auto ir_out = std::make_shared<std::string>();
   cmd->add_option("model", *model, "HF checkpoint directory, config.json, or .gguf file")->required();
   cmd->add_flag("--no-ir", *no_ir, "Skip printing the IR");
-  cmd->callback([model, no_ir] { run_inspect(*model, !*no_ir); });
+  cmd->add_option("--ir-out", *ir_out, "Also write the IR text to this file");
+  cmd->callback([model, no_ir, ir_out] { run_inspect(*model, !*no_ir, *ir_out); });
 }
 
 }  // namespace agentcompile::tools
