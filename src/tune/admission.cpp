@@ -92,8 +92,56 @@ Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loa
   return Status::ok();
 }
 
+// Times one candidate at one size: rotates through enough buffer sets (random data) that a set's
+// bytes have left L2 when it comes round again; events bracket every repetition.
+Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_module, const plan::Candidate& candidate,
+                                const LoadedCandidate& loaded, const RegionBindings& size, const AdmitOptions& options) {
+  AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, size));
+  auto weights = random_weights(region_module, layout);
+  RegionCase data = random_case(region_module, layout, size, weights, 1, Distribution::kNormal);
+  int64_t set_bytes = 0;
+  for (const auto& t : data.inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
+  for (const auto& t : *data.params) set_bytes += static_cast<int64_t>(t.bytes.size());
+  for (const auto& t : data.states) set_bytes += static_cast<int64_t>(t.bytes.size());
+  const int64_t l2 = std::max<int64_t>(ctx.info().l2_bytes, 1 << 20);
+  const int sets_needed = static_cast<int>(std::clamp<int64_t>(3 * l2 / std::max<int64_t>(set_bytes, 1) + 1, 1, 64));
+  std::vector<DeviceSet> sets;
+  for (int s = 0; s < sets_needed; ++s) {
+    AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layout, data, candidate, size));
+    sets.push_back(std::move(set));
+  }
+  for (int w = 0; w < options.warmup; ++w)
+    AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(w) % sets.size()].args, size, ctx.stream()));
+  std::vector<CudaEvent> events;
+  for (int i = 0; i <= options.repetitions; ++i) {
+    AC_ASSIGN_OR_RETURN(CudaEvent event, CudaEvent::create());
+    events.push_back(std::move(event));
+  }
+  AC_TRY(events[0].record(ctx.stream()));
+  for (int rep = 0; rep < options.repetitions; ++rep) {
+    AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(rep) % sets.size()].args, size, ctx.stream()));
+    AC_TRY(events[static_cast<size_t>(rep) + 1].record(ctx.stream()));
+  }
+  std::vector<double> times;
+  for (int rep = 0; rep < options.repetitions; ++rep) {
+    AC_ASSIGN_OR_RETURN(float ms, events[static_cast<size_t>(rep) + 1].elapsed_since(events[static_cast<size_t>(rep)]));
+    times.push_back(ms * 1000.0);
+  }
+  std::sort(times.begin(), times.end());
+  auto at = [&](double q) { return times[static_cast<size_t>(std::lround(q * static_cast<double>(times.size() - 1)))]; };
+  Timing timing;
+  timing.bindings = size;
+  timing.median_us = at(0.5);
+  timing.p10_us = at(0.1);
+  timing.p90_us = at(0.9);
+  timing.repetitions = options.repetitions;
+  timing.buffer_sets = sets_needed;
+  return timing;
+}
+
 // Validates one candidate over every case; returns false in `fault` when the context is now unusable.
-CandidateResult validate_and_time(CudaContext& ctx, const RegionLayout& layout, const std::vector<RegionCase>& cases,
+CandidateResult validate_and_time(CudaContext& ctx, const ir::Module& region_module, const RegionLayout& layout,
+                                  const std::vector<RegionCase>& cases,
                                   const plan::Candidate& candidate, const codegen::CompileResult& compiled,
                                   const RegionBindings& bindings, const AdmitOptions& options) {
   CandidateResult r;
@@ -156,55 +204,33 @@ CandidateResult validate_and_time(CudaContext& ctx, const RegionLayout& layout, 
   r.validated = true;
   if (!options.measure) return r;
 
-  // Timing: rotate through enough buffer sets that one set's bytes are out of L2 when it comes back.
-  int64_t set_bytes = 0;
-  for (const auto& t : cases.front().inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
-  for (const auto& t : *cases.front().params) set_bytes += static_cast<int64_t>(t.bytes.size());
-  const int64_t l2 = std::max<int64_t>(ctx.info().l2_bytes, 1 << 20);
-  const int sets_needed = static_cast<int>(std::clamp<int64_t>(3 * l2 / std::max<int64_t>(set_bytes, 1) + 1, 1, 64));
-  std::vector<DeviceSet> sets;
-  for (int s = 0; s < sets_needed; ++s) {
-    auto set = upload_set(layout, cases[static_cast<size_t>(s) % cases.size()], candidate, bindings);
-    if (!set) return fail(set.status(), false);
-    sets.push_back(std::move(*set));
+  std::vector<RegionBindings> sizes = options.timing;
+  if (sizes.empty()) sizes.push_back(bindings);
+  for (const RegionBindings& size : sizes) {
+    auto timing = time_candidate(ctx, region_module, candidate, loaded, size, options);
+    if (!timing) return fail(timing.status(), true);
+    r.timings.push_back(*timing);
   }
-  r.buffer_sets = sets_needed;
-  for (int w = 0; w < options.warmup; ++w)
-    if (Status s = run_launches(candidate, loaded, sets[static_cast<size_t>(w) % sets.size()].args, bindings, ctx.stream()); !s)
-      return fail(s, true);
-  std::vector<CudaEvent> events;
-  for (int i = 0; i <= options.repetitions; ++i) {
-    auto event = CudaEvent::create();
-    if (!event) return fail(event.status(), true);
-    events.push_back(std::move(*event));
-  }
-  if (Status s = events[0].record(ctx.stream()); !s) return fail(s, true);
-  for (int rep = 0; rep < options.repetitions; ++rep) {
-    if (Status s = run_launches(candidate, loaded, sets[static_cast<size_t>(rep) % sets.size()].args, bindings, ctx.stream()); !s)
-      return fail(s, true);
-    if (Status s = events[static_cast<size_t>(rep) + 1].record(ctx.stream()); !s) return fail(s, true);
-  }
-  std::vector<double> times;
-  for (int rep = 0; rep < options.repetitions; ++rep) {
-    auto ms = events[static_cast<size_t>(rep) + 1].elapsed_since(events[static_cast<size_t>(rep)]);
-    if (!ms) return fail(ms.status(), true);
-    times.push_back(*ms * 1000.0);
-  }
-  std::sort(times.begin(), times.end());
-  auto at = [&](double q) { return times[static_cast<size_t>(std::lround(q * static_cast<double>(times.size() - 1)))]; };
-  r.median_us = at(0.5);
-  r.p10_us = at(0.1);
-  r.p90_us = at(0.9);
-  r.repetitions = options.repetitions;
+  r.median_us = r.timings.front().median_us;
+  r.p10_us = r.timings.front().p10_us;
+  r.p90_us = r.timings.front().p90_us;
   r.measured = true;
   return r;
+}
+
+json timings_json(const std::vector<Timing>& timings) {
+  json out = json::array();
+  for (const auto& t : timings)
+    out.push_back({{"T", t.bindings.T}, {"L", t.bindings.L}, {"pos", t.bindings.pos}, {"median_us", t.median_us},
+                   {"p10_us", t.p10_us}, {"p90_us", t.p90_us}, {"repetitions", t.repetitions}, {"buffer_sets", t.buffer_sets}});
+  return out;
 }
 
 json to_json(const CandidateResult& r) {
   return json{{"id", r.id}, {"name", r.name}, {"compiled", r.compiled}, {"validated", r.validated}, {"measured", r.measured},
               {"faulted", r.faulted}, {"rejection", r.rejection}, {"max_abs_error", r.max_abs_error},
               {"max_rel_error", r.max_rel_error}, {"cases", r.cases}, {"median_us", r.median_us}, {"p10_us", r.p10_us},
-              {"p90_us", r.p90_us}, {"repetitions", r.repetitions}, {"buffer_sets", r.buffer_sets}};
+              {"p90_us", r.p90_us}, {"timings", timings_json(r.timings)}};
 }
 
 CandidateResult from_json(const json& j) {
@@ -222,8 +248,17 @@ CandidateResult from_json(const json& j) {
   r.median_us = j.value("median_us", 0.0);
   r.p10_us = j.value("p10_us", 0.0);
   r.p90_us = j.value("p90_us", 0.0);
-  r.repetitions = j.value("repetitions", 0);
-  r.buffer_sets = j.value("buffer_sets", 0);
+  if (j.contains("timings"))
+    for (const auto& t : j["timings"]) {
+      Timing timing;
+      timing.bindings = RegionBindings{t.value("T", int64_t{1}), t.value("L", int64_t{1}), t.value("pos", 0)};
+      timing.median_us = t.value("median_us", 0.0);
+      timing.p10_us = t.value("p10_us", 0.0);
+      timing.p90_us = t.value("p90_us", 0.0);
+      timing.repetitions = t.value("repetitions", 0);
+      timing.buffer_sets = t.value("buffer_sets", 0);
+      r.timings.push_back(timing);
+    }
   return r;
 }
 
@@ -237,7 +272,7 @@ void write_all(int fd, const std::string& text) {
 }
 
 // The worker: runs candidates [first, end) and reports one JSON line each; exits at the first fault.
-[[noreturn]] void worker_main(int fd, size_t first, const RegionLayout& layout, const std::vector<RegionCase>& cases,
+[[noreturn]] void worker_main(int fd, size_t first, const ir::Module& region_module, const RegionLayout& layout, const std::vector<RegionCase>& cases,
                               const std::vector<plan::Candidate>& candidates,
                               const std::vector<codegen::CompileResult>& compiled, const RegionBindings& bindings,
                               const AdmitOptions& options) {
@@ -249,7 +284,7 @@ void write_all(int fd, const std::string& text) {
   for (size_t i = first; i < candidates.size(); ++i) {
     if (!compiled[i].ok) continue;
     write_all(fd, "BEGIN " + std::to_string(i) + "\n");
-    CandidateResult r = validate_and_time(**ctx, layout, cases, candidates[i], compiled[i], bindings, options);
+    CandidateResult r = validate_and_time(**ctx, region_module, layout, cases, candidates[i], compiled[i], bindings, options);
     write_all(fd, "RESULT " + std::to_string(i) + " " + to_json(r).dump() + "\n");
     if (r.faulted) _exit(3);
   }
@@ -286,7 +321,7 @@ Expected<std::vector<CandidateResult>> admit_candidates(const ir::Module& region
     if (pid < 0) return error(ErrorCode::kIo, "fork() for the admission worker failed");
     if (pid == 0) {
       close(pipe_fds[0]);
-      worker_main(pipe_fds[1], next, layout, cases, candidates, compiled, bindings, options);
+      worker_main(pipe_fds[1], next, region_module, layout, cases, candidates, compiled, bindings, options);
     }
     close(pipe_fds[1]);
     std::string buffer;

@@ -25,6 +25,16 @@ struct AdmitOptions {
   int repetitions = 30;
   double candidate_timeout_s = 60;
   bool measure = true;
+  // Sizes to time a validated candidate at (e.g. one per prefill bucket of T), with random data;
+  // empty: time at the validation bindings.
+  std::vector<RegionBindings> timing;
+};
+
+struct Timing {
+  RegionBindings bindings;
+  double median_us = 0, p10_us = 0, p90_us = 0;
+  int repetitions = 0;
+  int buffer_sets = 0;
 };
 
 struct CandidateResult {
@@ -38,9 +48,9 @@ struct CandidateResult {
   double max_abs_error = 0;
   double max_rel_error = 0;
   int cases = 0;
+  std::vector<Timing> timings;  // one per AdmitOptions::timing entry (or the validation bindings)
+  // The first timing, for callers that time at one size.
   double median_us = 0, p10_us = 0, p90_us = 0;
-  int repetitions = 0;
-  int buffer_sets = 0;
 };
 
 // `compiled` holds the NVRTC result of each candidate (same order); library candidates have none.

@@ -50,12 +50,7 @@ Expected<RegionLayout> region_layout(const ir::Module& region_module, const Regi
   return layout;
 }
 
-Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
-                                                     int seeds, const std::vector<Distribution>& distributions) {
-  AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, bindings));
-  const ir::Function& function = *region_module.find_function("region");
-  // Weights are drawn once per region (they can be the largest tensors: lm_head is 0.6 GB) and
-  // shared by every case; inputs and cache contents vary by seed and distribution.
+std::shared_ptr<const std::vector<TestTensor>> random_weights(const ir::Module& region_module, const RegionLayout& layout) {
   auto weights = std::make_shared<std::vector<TestTensor>>();
   uint64_t weight_stream = 0x5eed;
   for (size_t p = 0; p < layout.params.size(); ++p) {
@@ -71,25 +66,40 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
       weights->push_back(random_tensor(type.dtype, shape, Distribution::kNormal, ++weight_stream, scale));
     }
   }
-  std::shared_ptr<const std::vector<TestTensor>> params = weights;
+  return weights;
+}
+
+RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
+                       std::shared_ptr<const std::vector<TestTensor>> weights, int seed, Distribution distribution) {
+  const ir::Function& function = *region_module.find_function("region");
+  RegionCase c;
+  c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
+  uint64_t stream = static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(distribution) * 7919u;
+  for (size_t i = 0; i < layout.inputs.size(); ++i) {
+    const auto& type = layout.inputs[i];
+    if (type.dtype == ir::DType::kI32 && type.shape.empty()) {
+      c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));
+    } else {
+      const int32_t limit = type.dtype == ir::DType::kI32 ? id_limit(function, function.args[i], region_module) : 1;
+      c.inputs.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream, 1.0f, limit));
+    }
+  }
+  c.params = std::move(weights);
+  for (const auto& type : layout.states)
+    c.states.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream));
+  return c;
+}
+
+Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
+                                                     int seeds, const std::vector<Distribution>& distributions) {
+  AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, bindings));
+  // Weights are drawn once per region (they can be the largest tensors: lm_head is 0.6 GB) and
+  // shared by every case; inputs and cache contents vary by seed and distribution.
+  std::shared_ptr<const std::vector<TestTensor>> params = random_weights(region_module, layout);
   std::vector<RegionCase> cases;
   for (int seed = 1; seed <= seeds; ++seed) {
     for (Distribution distribution : distributions) {
-      RegionCase c;
-      c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
-      uint64_t stream = static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(distribution) * 7919u;
-      for (size_t i = 0; i < layout.inputs.size(); ++i) {
-        const auto& type = layout.inputs[i];
-        if (type.dtype == ir::DType::kI32 && type.shape.empty()) {
-          c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));
-        } else {
-          const int32_t limit = type.dtype == ir::DType::kI32 ? id_limit(function, function.args[i], region_module) : 1;
-          c.inputs.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream, 1.0f, limit));
-        }
-      }
-      c.params = params;
-      for (const auto& type : layout.states)
-        c.states.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream));
+      RegionCase c = random_case(region_module, layout, bindings, params, seed, distribution);
 
       // Reference: the interpreter on the extracted module, starting from the same state contents.
       ir::Interpreter interpreter(

@@ -37,6 +37,12 @@ struct RegionLayout {
 // The slot layout of an extracted region module (function "region").
 Expected<RegionLayout> region_layout(const ir::Module& region_module, const RegionBindings& bindings);
 
+// Random weights for a region (drawn once, shared by cases) and one case of random inputs and states
+// without a reference (for timing at sizes the CPU reference would take too long for).
+std::shared_ptr<const std::vector<TestTensor>> random_weights(const ir::Module& region_module, const RegionLayout& layout);
+RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
+                       std::shared_ptr<const std::vector<TestTensor>> weights, int seed, Distribution distribution);
+
 Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
                                                      int seeds, const std::vector<Distribution>& distributions);
 

@@ -78,8 +78,9 @@ TEST(Regions, DecodeLayersShareUniqueRegions) {
   EXPECT_EQ(partition.regions.size(), 28u * 8u + 3u);
   EXPECT_EQ(unique.size(), 9u);
   for (const auto& entry : unique) {
-    if (entry.summary.category == analysis::Category::kGemvEpilogue && entry.summary.params.size() == 3)
+    if (entry.summary.category == analysis::Category::kGemvEpilogue && entry.summary.params.size() == 3) {
       EXPECT_EQ(entry.sites.size(), 28u);  // fused QKV at every layer
+    }
   }
 }
 

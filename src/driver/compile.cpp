@@ -1,0 +1,379 @@
+// The compile pipeline: capture -> analyze -> plan -> generate -> admit & measure -> select -> emit.
+//
+// Every stage reports a progress line. Without a GPU (none found, or --no-gpu, or a named device
+// profile) the pipeline stops after NVRTC has compiled every candidate and says so: candidates are
+// recorded as unvalidated and unmeasured, and the heuristic order stands in for selection. The
+// artifact is keyed by the IR, the target, the NVRTC version and the options; an up-to-date artifact
+// in the output directory or the cache is reused (a warm compile).
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "agentcompile/compiler.h"
+#include "analysis/extract.h"
+#include "analysis/summary.h"
+#include "codegen/embedded_kernels.h"
+#include "codegen/render.h"
+#include "emit/artifact.h"
+#include "frontend/model_builder.h"
+#include "frontend/model_source.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+#include "support/sha256.h"
+#include "tune/admission.h"
+
+namespace agentcompile {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kCompilerVersion = "agentcompile-compiler/1";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string fixed(double value, int digits = 1) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
+  return buffer;
+}
+
+fs::path default_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "agentcompile";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "agentcompile";
+  return fs::temp_directory_path() / "agentcompile-cache";
+}
+
+std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_tokens) {
+  if (function == "decode") return {{"decode", 1, 1, 1}};
+  std::vector<emit::Bucket> buckets = {{"t1-64", 1, 64, 32}, {"t65-512", 65, 512, 256}, {"t513-4096", 513, 4096, 2048}};
+  if (max_tokens > 4096) buckets.push_back({"t4097+", 4097, max_tokens, 8192});
+  return buckets;
+}
+
+// Validation sizes: odd token counts and positions so tile edges and offsets are exercised.
+tune::RegionBindings validation_bindings(const std::string& function) {
+  return function == "decode" ? tune::RegionBindings{1, 512, 77} : tune::RegionBindings{100, 256, 28};
+}
+
+// Fastest validated candidate at a bucket, or the fallback, or none; with the reason.
+emit::Selection select_for_bucket(const emit::CompiledRegion& region, size_t timing_index, const std::string& bucket) {
+  emit::Selection selection;
+  selection.bucket = bucket;
+  int best = -1, fallback = -1;
+  double best_us = 0, fallback_us = 0;
+  std::vector<std::string> rejections;
+  for (size_t i = 0; i < region.results.size(); ++i) {
+    const auto& r = region.results[i];
+    if (!r.validated || r.timings.size() <= timing_index) {
+      if (!r.rejection.empty()) rejections.push_back(region.plan.candidates[i].id + ": " + r.rejection.substr(0, 100));
+      continue;
+    }
+    const double us = r.timings[timing_index].median_us;
+    if (best < 0 || us < best_us) {
+      best = static_cast<int>(i);
+      best_us = us;
+    }
+    if (region.plan.candidates[i].fallback) {
+      fallback = static_cast<int>(i);
+      fallback_us = us;
+    }
+  }
+  selection.measured = best >= 0;
+  selection.candidate = best;
+  if (best < 0) {
+    selection.reason = "no candidate validated";
+    for (const auto& why : rejections) selection.reason += "; " + why;
+  } else if (region.plan.candidates[static_cast<size_t>(best)].fallback) {
+    selection.reason = "fallback: no validated candidate beat it (" + fixed(best_us, 2) + " us)";
+  } else {
+    selection.reason = "fastest validated: " + fixed(best_us, 2) + " us" +
+                       (fallback >= 0 ? " vs fallback " + fixed(fallback_us, 2) + " us" : "");
+  }
+  return selection;
+}
+
+std::string summary_table(const emit::Artifact& a) {
+  std::ostringstream out;
+  out << "function   nodes  regions  unique  candidates  compiled  validated  selected\n";
+  for (const auto& f : a.functions) {
+    size_t nodes = 0, candidates = 0, compiled = 0, validated = 0, selected = 0;
+    for (const auto& region : f.partition.regions) nodes += region.nodes.size();
+    size_t unique = 0;
+    for (const auto& r : a.regions) {
+      if (r.plan.function != f.name) continue;
+      ++unique;
+      candidates += r.plan.candidates.size();
+      for (const auto& c : r.compiled) compiled += c.ok;
+      for (const auto& v : r.results) validated += v.validated;
+      for (const auto& s : r.selections) selected += s.candidate >= 0;
+    }
+    char line[160];
+    std::snprintf(line, sizeof(line), "%-9s %6zu %8zu %7zu %11zu %9zu %10s %9zu\n", f.name.c_str(), nodes, f.partition.regions.size(),
+                  unique, candidates, compiled, a.gpu_used ? std::to_string(validated).c_str() : "-", selected);
+    out << line;
+  }
+  return out.str();
+}
+
+Expected<CompileSummary> summarize_existing(const fs::path& dir, bool warm) {
+  std::ifstream in(dir / "metadata.json");
+  json meta = json::parse(in, nullptr, false);
+  if (meta.is_discarded()) return error(ErrorCode::kParse, (dir / "metadata.json").string() + ": invalid JSON");
+  CompileSummary summary;
+  summary.artifact = dir;
+  summary.key = meta.value("key", "");
+  summary.warm = warm;
+  summary.gpu_used = meta.value("gpu_used", false);
+  for (const auto& region : meta["regions"]) {
+    ++summary.unique_regions;
+    summary.candidates += region["candidates"].size();
+    for (const auto& c : region["candidates"]) {
+      summary.compiled += c.contains("compile") && c["compile"].value("ok", false);
+      summary.validated += c["validation"].value("status", "") == "validated";
+    }
+    for (const auto& s : region["selection"]) summary.selected += !s["candidate"].is_null();
+  }
+  return summary;
+}
+
+}  // namespace
+
+Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress_fn) {
+  const auto start = std::chrono::steady_clock::now();
+  auto progress = [&](const std::string& line) {
+    if (progress_fn) progress_fn(line);
+  };
+  if (options.output.empty()) return error(ErrorCode::kInvalidArgument, "no output directory given (-o)");
+  const fs::path cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+
+  // Capture.
+  AC_ASSIGN_OR_RETURN(frontend::ModelSource source, frontend::open_model(options.model, /*with_weights=*/false));
+  AC_ASSIGN_OR_RETURN(ir::Module module, frontend::build_module(source.config));
+  AC_TRY(ir::verify_module(module));
+  const std::string ir_text = ir::print_module(module);
+
+  // Target: the GPU here, or a named profile (compile only).
+  plan::DeviceProfile profile;
+  bool gpu = false;
+  json device;
+  if (!options.device_profile.empty()) {
+    AC_ASSIGN_OR_RETURN(profile, plan::named_device_profile(options.device_profile));
+    device = {{"name", profile.name}, {"arch", profile.arch}, {"source", "named profile"}};
+    progress("target: named profile " + profile.name + " (" + profile.arch + "): compile only, no validation or timing");
+  } else {
+    auto probed = options.no_gpu ? Expected<tune::DeviceInfo>(error(ErrorCode::kUnsupported, "--no-gpu")) : tune::probe_device();
+    if (probed) {
+      gpu = true;
+      AC_ASSIGN_OR_RETURN(profile, plan::named_device_profile(probed->sm_major == 8 ? "a100" : "h200"));
+      profile.name = probed->name;
+      profile.arch = tune::nvrtc_arch(*probed);
+      profile.multiprocessors = probed->multiprocessors;
+      profile.l2_bytes = probed->l2_bytes;
+      profile.shared_per_block_optin = probed->shared_per_block_optin;
+      profile.from_device = true;
+      device = {{"name", probed->name}, {"arch", profile.arch}, {"source", "probed"}, {"multiprocessors", probed->multiprocessors},
+                {"l2_bytes", probed->l2_bytes}, {"driver_version", probed->driver_version}};
+      progress("target: " + probed->name + " (" + profile.arch + ")");
+    } else {
+      AC_ASSIGN_OR_RETURN(profile, plan::named_device_profile("h200"));
+      device = {{"name", profile.name}, {"arch", profile.arch}, {"source", "default profile (no GPU)"}};
+      progress("no GPU (" + probed.status().message() + "): planning for h200 (" + profile.arch +
+               "); candidates will be compiled but not validated or measured");
+    }
+  }
+
+  emit::Artifact artifact;
+  artifact.nvrtc_version = codegen::nvrtc_version();
+  artifact.module_ir = ir_text;
+  artifact.device = device;
+  artifact.gpu_used = gpu;
+  artifact.options = {{"max_candidates", options.max_candidates}, {"seeds", options.seeds}, {"repetitions", options.repetitions},
+                      {"no_gpu", options.no_gpu || !gpu}};
+  artifact.key = support::Sha256()
+                     .update(kCompilerVersion).update(ir_text).update(profile.arch).update(options.device_profile)
+                     .update(artifact.nvrtc_version).update(artifact.options.dump()).update(gpu ? "gpu" : "nogpu")
+                     .update([] {  // the kernel templates are part of what a compile depends on
+                       support::Sha256 h;
+                       for (const auto& header : codegen::embedded_kernel_headers()) h.update(header.text);
+                       return h.hex();
+                     }())
+                     .hex();
+  const auto& c = source.config;
+  artifact.model = {{"model_type", c.model_type}, {"source", options.model.string()}, {"dtype", std::string(ir::dtype_name(c.dtype))},
+                    {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size}, {"num_layers", c.num_layers},
+                    {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
+                    {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_position_embeddings},
+                    {"config_sha256", support::sha256_hex(c.raw.dump())}};
+
+  // Warm compile: the output (or the cache) already holds this exact artifact.
+  const fs::path cached = cache_dir / "artifacts" / artifact.key;
+  if (!options.force) {
+    auto key_of = [](const fs::path& dir) -> std::string {
+      std::ifstream in(dir / "metadata.json");
+      json meta = json::parse(in, nullptr, false);
+      return meta.is_discarded() ? "" : meta.value("key", "");
+    };
+    if (key_of(options.output) == artifact.key) {
+      progress("warm: " + options.output.string() + " is up to date (key " + artifact.key.substr(0, 16) + ")");
+      AC_ASSIGN_OR_RETURN(CompileSummary summary, summarize_existing(options.output, true));
+      summary.seconds = seconds_since(start);
+      return summary;
+    }
+    if (key_of(cached) == artifact.key) {
+      std::error_code ec;
+      fs::create_directories(options.output, ec);
+      fs::copy(cached, options.output, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+      if (ec) return error(ErrorCode::kIo, "copying the cached artifact to " + options.output.string() + ": " + ec.message());
+      progress("warm: reused the cached artifact " + cached.string());
+      AC_ASSIGN_OR_RETURN(CompileSummary summary, summarize_existing(options.output, true));
+      summary.seconds = seconds_since(start);
+      return summary;
+    }
+  }
+
+  // Analyze.
+  auto stage = std::chrono::steady_clock::now();
+  size_t total_nodes = 0, total_regions = 0;
+  for (const auto& function : module.functions) {
+    emit::CompiledFunction f;
+    f.name = function.name;
+    f.partition = analysis::form_regions(module, function);
+    f.buckets = buckets_for(function.name, c.max_position_embeddings);
+    const ir::SymbolBindings bindings = function.name == "decode" ? ir::SymbolBindings{1, 2048} : ir::SymbolBindings{512, 512};
+    auto unique = analysis::unique_regions(module, function, f.partition, bindings);
+    f.unique_of_region.assign(f.partition.regions.size(), -1);
+    // Plan right away (needs the partition alive): candidates per unique region.
+    auto plans = plan::plan_function(module, function, f.partition, unique, profile, plan::PlannerOptions{options.max_candidates});
+    for (auto& plan : plans) {
+      emit::CompiledRegion region;
+      region.id = function.name + ".r" + std::to_string(plan.unique_id);
+      for (int site : plan.sites) f.unique_of_region[static_cast<size_t>(site)] = static_cast<int>(artifact.regions.size());
+      region.plan = std::move(plan);
+      artifact.regions.push_back(std::move(region));
+    }
+    total_nodes += function.nodes.size();
+    total_regions += f.partition.regions.size();
+    if (options.dump_ir) {
+      std::error_code ec;
+      fs::create_directories(options.output / "ir", ec);
+      std::ofstream(options.output / "ir" / (function.name + ".regions.txt")) << analysis::describe_regions(function, f.partition, unique);
+    }
+    artifact.functions.push_back(std::move(f));
+  }
+  artifact.times.analyze_s = seconds_since(stage);
+  progress("[1/5] analyze: " + std::to_string(module.functions.size()) + " functions, " + std::to_string(total_nodes) + " IR nodes, " +
+           std::to_string(total_regions) + " regions, " + std::to_string(artifact.regions.size()) + " unique (" + fixed(artifact.times.analyze_s, 2) + " s)");
+
+  size_t candidate_count = 0;
+  for (const auto& r : artifact.regions) {
+    candidate_count += r.plan.candidates.size();
+    if (r.plan.candidates.empty()) progress("  " + r.id + ": no candidates: " + r.plan.unplanned_reason);
+  }
+  progress("[2/5] plan: " + std::to_string(candidate_count) + " candidates (at most " + std::to_string(options.max_candidates) + " per region)");
+
+  // Generate and compile.
+  stage = std::chrono::steady_clock::now();
+  std::vector<codegen::CompileJob> jobs;
+  std::vector<std::pair<size_t, size_t>> job_owner;
+  for (size_t r = 0; r < artifact.regions.size(); ++r) {
+    auto& region = artifact.regions[r];
+    region.compiled.resize(region.plan.candidates.size());
+    for (size_t i = 0; i < region.plan.candidates.size(); ++i) {
+      const auto& candidate = region.plan.candidates[i];
+      if (candidate.source_class == "library") continue;
+      AC_ASSIGN_OR_RETURN(std::string source, codegen::render_source(candidate));
+      jobs.push_back({candidate.name(), std::move(source)});
+      job_owner.emplace_back(r, i);
+    }
+  }
+  codegen::NvrtcOptions nvrtc;
+  nvrtc.arch = profile.arch;
+  nvrtc.cache_dir = cache_dir / "nvrtc" / profile.arch;
+  nvrtc.isolate = gpu;  // this process forks admission workers afterwards
+  AC_ASSIGN_OR_RETURN(auto compiled, codegen::compile_all(jobs, nvrtc));
+  size_t ok = 0, hits = 0;
+  for (size_t j = 0; j < compiled.size(); ++j) {
+    ok += compiled[j].ok;
+    hits += compiled[j].cache_hit;
+    artifact.regions[job_owner[j].first].compiled[job_owner[j].second] = std::move(compiled[j]);
+  }
+  artifact.times.generate_s = seconds_since(stage);
+  progress("[3/5] generate: " + std::to_string(jobs.size()) + " sources, NVRTC compiled " + std::to_string(ok) + " (" +
+           std::to_string(hits) + " from cache) in " + fixed(artifact.times.generate_s) + " s");
+
+  // Admit and measure.
+  stage = std::chrono::steady_clock::now();
+  if (gpu) {
+    size_t done = 0, validated = 0;
+    for (auto& region : artifact.regions) {
+      ++done;
+      if (region.plan.candidates.empty()) continue;
+      const auto& f = *std::find_if(artifact.functions.begin(), artifact.functions.end(),
+                                    [&](const emit::CompiledFunction& fn) { return fn.name == region.plan.function; });
+      const ir::Function& function = *module.find_function(region.plan.function);
+      const auto& site = f.partition.regions[static_cast<size_t>(region.plan.sites.front())];
+      AC_ASSIGN_OR_RETURN(ir::Module region_module, analysis::extract_region(module, function, site));
+      const tune::RegionBindings check = validation_bindings(function.name);
+      AC_ASSIGN_OR_RETURN(auto cases, tune::build_region_cases(region_module, check, options.seeds,
+                                                               {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed}));
+      tune::AdmitOptions admit;
+      admit.repetitions = options.repetitions;
+      const bool per_bucket = region.plan.summary.depends_on_T && f.buckets.size() > 1;
+      if (per_bucket)
+        for (const auto& b : f.buckets) admit.timing.push_back({b.timing_tokens, b.timing_tokens + 64, 0});
+      else
+        admit.timing.push_back(check);
+      AC_ASSIGN_OR_RETURN(region.results, tune::admit_candidates(region_module, check, cases, region.plan.candidates, region.compiled, admit));
+      for (size_t b = 0; b < f.buckets.size(); ++b)
+        region.selections.push_back(select_for_bucket(region, per_bucket ? b : 0, f.buckets[b].name));
+      size_t region_valid = 0;
+      for (const auto& r : region.results) region_valid += r.validated;
+      validated += region_valid;
+      progress("[4/5] admit " + std::to_string(done) + "/" + std::to_string(artifact.regions.size()) + " " + region.id + " (" +
+               analysis::category_name(region.plan.summary.category) + "): " + std::to_string(region_valid) + "/" +
+               std::to_string(region.plan.candidates.size()) + " validated; " + region.selections.front().reason);
+    }
+    progress("[4/5] admit: " + std::to_string(validated) + " candidates validated in " + fixed(seconds_since(stage)) + " s");
+  } else {
+    for (auto& region : artifact.regions) {
+      const auto& f = *std::find_if(artifact.functions.begin(), artifact.functions.end(),
+                                    [&](const emit::CompiledFunction& fn) { return fn.name == region.plan.function; });
+      int first = -1;
+      for (size_t i = 0; i < region.compiled.size() && first < 0; ++i)
+        if (region.compiled[i].ok) first = static_cast<int>(i);
+      for (const auto& b : f.buckets)
+        region.selections.push_back({b.name, first, first >= 0 ? "unmeasured: no GPU, heuristic order" : "no candidate compiled", false});
+    }
+    progress("[4/5] admit: skipped (no GPU): every candidate is unvalidated and unmeasured");
+  }
+  artifact.times.admit_s = seconds_since(stage);
+
+  // Emit.
+  stage = std::chrono::steady_clock::now();
+  artifact.times.total_s = seconds_since(start);
+  AC_TRY(emit::write_artifact(artifact, options.output));
+  artifact.times.emit_s = seconds_since(stage);
+  artifact.times.total_s = seconds_since(start);
+  AC_TRY(emit::write_artifact(artifact, options.output));  // again, with the emit time recorded
+  {
+    std::error_code ec;
+    fs::remove_all(cached, ec);
+    fs::create_directories(cached.parent_path(), ec);
+    fs::copy(options.output, cached, fs::copy_options::recursive, ec);  // best effort: a cache, not a result
+  }
+  progress("[5/5] emit: " + options.output.string() + " (" + fixed(artifact.times.emit_s, 2) + " s)");
+
+  AC_ASSIGN_OR_RETURN(CompileSummary summary, summarize_existing(options.output, false));
+  summary.ir_nodes = total_nodes;
+  summary.regions = total_regions;
+  summary.seconds = seconds_since(start);
+  summary.table = summary_table(artifact);
+  return summary;
+}
+
+}  // namespace agentcompile

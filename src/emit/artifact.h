@@ -1,0 +1,78 @@
+// The compiled artifact, in memory: everything the emitter writes and the runtime reads back.
+//
+// On disk (DESIGN.md, "emit"): metadata.json (the record of the whole compile), kernels/*.cu (the
+// selected kernels with host launchers), include/ (the templates and the launch signatures),
+// cubin/*.cubin (for direct loading), CMakeLists.txt (builds the kernels into a library), report.md.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agentcompile/status.h"
+#include "analysis/regions.h"
+#include "codegen/nvrtc_compiler.h"
+#include "plan/planner.h"
+#include "tune/admission.h"
+
+namespace agentcompile::emit {
+
+// A range of token counts that shares one selection (prefill); decode has one bucket, T = 1.
+struct Bucket {
+  std::string name;     // "decode", "t1-64", "t65-512", ...
+  int64_t min_tokens = 1;
+  int64_t max_tokens = 1;
+  int64_t timing_tokens = 1;  // the T candidates are timed at for this bucket
+};
+
+struct Selection {
+  std::string bucket;
+  int candidate = -1;          // index into the region's candidates; -1: none usable
+  std::string reason;
+  bool measured = false;
+};
+
+struct CompiledRegion {
+  std::string id;              // "decode.r3"
+  plan::RegionPlan plan;
+  std::vector<codegen::CompileResult> compiled;   // per candidate
+  std::vector<tune::CandidateResult> results;     // per candidate (admission), empty without a GPU
+  std::vector<Selection> selections;              // per bucket of the region's function
+};
+
+struct CompiledFunction {
+  std::string name;
+  analysis::RegionPartition partition;
+  std::vector<Bucket> buckets;
+  std::vector<int> unique_of_region;  // partition region -> index into regions_ of the artifact
+};
+
+struct StageTimes {
+  double analyze_s = 0, plan_s = 0, generate_s = 0, admit_s = 0, emit_s = 0, total_s = 0;
+};
+
+struct Artifact {
+  std::string key;                 // SHA-256 of what the compile depends on
+  nlohmann::json model;            // model_type, dims, dtype, config hash, source path
+  nlohmann::json device;           // name, arch, profile or probed, copy bandwidth
+  std::string nvrtc_version;
+  std::string module_ir;           // the IR text of the compiled module
+  std::vector<CompiledFunction> functions;
+  std::vector<CompiledRegion> regions;
+  bool gpu_used = false;           // admission and timing ran
+  StageTimes times;
+  nlohmann::json options;          // the compile options that shaped the result
+};
+
+// Writes the artifact directory (replacing a previous one's files); errors name the path.
+Status write_artifact(const Artifact& artifact, const std::filesystem::path& dir);
+
+// The metadata.json document (also what the runtime reads back).
+nlohmann::json artifact_metadata(const Artifact& artifact);
+
+// report.md: the paper's table and one section per region.
+std::string artifact_report(const Artifact& artifact);
+
+}  // namespace agentcompile::emit

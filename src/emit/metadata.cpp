@@ -1,0 +1,117 @@
+// metadata.json: for every region, which candidates existed, what each compiled to, whether it
+// validated (with its errors), its measured latencies, which was selected per bucket and why, and
+// whether the kernel is generated or a library call.
+#include "emit/artifact.h"
+
+namespace agentcompile::emit {
+
+using json = nlohmann::json;
+
+namespace {
+
+json type_list(const std::vector<ir::TensorType>& types) {
+  json out = json::array();
+  for (const auto& type : types) out.push_back(type.to_string());
+  return out;
+}
+
+json launch_json(const plan::Launch& launch) {
+  auto extent = [](const plan::Extent& e) { return json{{"per_token", e.per_token}, {"fixed", e.fixed}, {"divisor", e.divisor}}; };
+  return json{{"kernel", launch.kernel}, {"grid", {extent(launch.grid_x), extent(launch.grid_y), extent(launch.grid_z)}},
+              {"block", launch.block_x}, {"shared_bytes", launch.shared_bytes}, {"library", launch.library}};
+}
+
+json candidate_json(const CompiledRegion& region, size_t i) {
+  const plan::Candidate& c = region.plan.candidates[i];
+  json j{{"id", c.id}, {"name", c.name()}, {"family", c.family}, {"template", c.template_file}, {"fusion", c.fusion},
+         {"params", c.params}, {"variant", c.match.variant}, {"roles", c.match.roles}, {"facts", c.match.facts},
+         {"dtype", std::string(ir::dtype_name(c.match.dtype))}, {"out_dtype", std::string(ir::dtype_name(c.match.out_dtype))},
+         {"score", c.score}, {"fallback", c.fallback}, {"source_class", c.source_class}, {"notes", c.notes},
+         {"workspace_bytes_per_token", c.workspace_bytes_per_token}, {"workspace_bytes_fixed", c.workspace_bytes_fixed}};
+  j["launches"] = json::array();
+  for (const auto& launch : c.launches) j["launches"].push_back(launch_json(launch));
+  if (i < region.compiled.size()) {
+    const auto& compiled = region.compiled[i];
+    j["compile"] = {{"ok", compiled.ok}, {"cache_hit", compiled.cache_hit}, {"seconds", compiled.seconds},
+                    {"key", compiled.key}, {"log", compiled.log}};
+  }
+  if (i < region.results.size()) {
+    const auto& r = region.results[i];
+    j["validation"] = {{"status", r.validated ? "validated" : "rejected"}, {"reason", r.rejection}, {"faulted", r.faulted},
+                       {"max_abs_error", r.max_abs_error}, {"max_rel_error", r.max_rel_error}, {"cases", r.cases}};
+    j["timings"] = json::array();
+    for (const auto& t : r.timings)
+      j["timings"].push_back({{"T", t.bindings.T}, {"L", t.bindings.L}, {"pos", t.bindings.pos}, {"median_us", t.median_us},
+                              {"p10_us", t.p10_us}, {"p90_us", t.p90_us}, {"repetitions", t.repetitions},
+                              {"buffer_sets", t.buffer_sets}});
+  } else {
+    j["validation"] = {{"status", "unvalidated"}, {"reason", "no GPU: compiled only"}};
+    j["timings"] = json::array();
+  }
+  return j;
+}
+
+json summary_json(const analysis::RegionSummary& s) {
+  return json{{"category", analysis::category_name(s.category)}, {"signature", s.signature_hash}, {"ops", s.op_sequence},
+              {"inputs", type_list(s.inputs)}, {"outputs", type_list(s.outputs)}, {"params", type_list(s.params)},
+              {"dtype", std::string(ir::dtype_name(s.dtype))}, {"accumulation", std::string(ir::dtype_name(s.accum_dtype))},
+              {"reduction_axes", s.reduction_axes}, {"dominant_op", s.dominant_op}, {"access_pattern", s.access_pattern},
+              {"dynamic_T", s.depends_on_T}, {"reads_cache", s.depends_on_L}, {"flops", s.flops}, {"bytes", s.bytes},
+              {"intensity", s.intensity}};
+}
+
+}  // namespace
+
+json artifact_metadata(const Artifact& a) {
+  json meta;
+  meta["format"] = "agentcompile-artifact/1";
+  meta["key"] = a.key;
+  meta["model"] = a.model;
+  meta["device"] = a.device;
+  meta["toolkit"] = {{"nvrtc", a.nvrtc_version}};
+  meta["options"] = a.options;
+  meta["gpu_used"] = a.gpu_used;
+  meta["compile_seconds"] = {{"analyze", a.times.analyze_s}, {"plan", a.times.plan_s}, {"generate", a.times.generate_s},
+                             {"admit", a.times.admit_s}, {"emit", a.times.emit_s}, {"total", a.times.total_s}};
+  meta["functions"] = json::object();
+  for (const auto& f : a.functions) {
+    json fj;
+    fj["buckets"] = json::array();
+    for (const auto& b : f.buckets)
+      fj["buckets"].push_back({{"name", b.name}, {"min_tokens", b.min_tokens}, {"max_tokens", b.max_tokens}, {"timed_at", b.timing_tokens}});
+    fj["sites"] = json::array();
+    for (size_t r = 0; r < f.partition.regions.size(); ++r) {
+      const auto& region = f.partition.regions[r];
+      fj["sites"].push_back({{"site", r}, {"region", a.regions[static_cast<size_t>(f.unique_of_region[r])].id},
+                             {"nodes", region.nodes}, {"inputs", region.inputs}, {"outputs", region.outputs},
+                             {"params", region.params}, {"states", region.states}});
+    }
+    meta["functions"][f.name] = fj;
+  }
+  meta["regions"] = json::array();
+  for (const auto& region : a.regions) {
+    json rj{{"id", region.id}, {"function", region.plan.function}, {"sites", region.plan.sites.size()},
+            {"label", analysis::category_name(region.plan.summary.category)}, {"summary", summary_json(region.plan.summary)},
+            {"families_matched", region.plan.families_matched}, {"enumerated", region.plan.enumerated},
+            {"unplanned_reason", region.plan.unplanned_reason}, {"advice", nullptr}};
+    rj["candidates"] = json::array();
+    for (size_t i = 0; i < region.plan.candidates.size(); ++i) rj["candidates"].push_back(candidate_json(region, i));
+    rj["selection"] = json::array();
+    for (const auto& s : region.selections) {
+      json sj{{"bucket", s.bucket}, {"reason", s.reason}, {"measured", s.measured}};
+      if (s.candidate >= 0) {
+        const auto& c = region.plan.candidates[static_cast<size_t>(s.candidate)];
+        sj["candidate"] = c.id;
+        sj["kernel"] = c.name();
+        sj["source_class"] = c.source_class;
+      } else {
+        sj["candidate"] = nullptr;
+      }
+      rj["selection"].push_back(sj);
+    }
+    meta["regions"].push_back(rj);
+  }
+  return meta;
+}
+
+}  // namespace agentcompile::emit

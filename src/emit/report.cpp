@@ -1,0 +1,81 @@
+// report.md: the compile at a glance (the paper's table), then one section per unique region.
+#include <cstdio>
+#include <set>
+
+#include "emit/artifact.h"
+
+namespace agentcompile::emit {
+
+namespace {
+std::string fmt(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value);
+  return buffer;
+}
+}  // namespace
+
+std::string artifact_report(const Artifact& a) {
+  size_t nodes = 0, regions = 0, candidates = 0, compiled = 0, validated = 0;
+  std::set<std::string> kernels;
+  for (const auto& f : a.functions) regions += f.partition.regions.size();
+  for (const auto& f : a.functions)
+    for (const auto& region : f.partition.regions) nodes += region.nodes.size();
+  for (const auto& r : a.regions) {
+    candidates += r.plan.candidates.size();
+    for (const auto& c : r.compiled) compiled += c.ok;
+    for (const auto& v : r.results) validated += v.validated;
+    for (const auto& s : r.selections)
+      if (s.candidate >= 0) kernels.insert(r.plan.candidates[static_cast<size_t>(s.candidate)].name());
+  }
+  std::string out = "# agentcompile report\n\n";
+  out += "Model: " + a.model.value("model_type", std::string("?")) + " (" + a.model.value("source", std::string("")) + "), " +
+         a.model.value("dtype", std::string("")) + "  \nDevice: " + a.device.value("name", std::string("?")) + " (" +
+         a.device.value("arch", std::string("?")) + (a.gpu_used ? ", measured" : ", no GPU: compiled only, unvalidated and unmeasured") +
+         ")  \nNVRTC " + a.nvrtc_version + ", artifact key `" + a.key.substr(0, 16) + "`\n\n";
+  out += "| IR compute nodes | regions | unique regions | candidates | compiled | validated | selected kernels | compile time |\n";
+  out += "|---|---|---|---|---|---|---|---|\n";
+  out += "| " + std::to_string(nodes) + " | " + std::to_string(regions) + " | " + std::to_string(a.regions.size()) + " | " +
+         std::to_string(candidates) + " | " + std::to_string(compiled) + " | " + (a.gpu_used ? std::to_string(validated) : "—") +
+         " | " + std::to_string(kernels.size()) + " | " + fmt("%.1f s", a.times.total_s) + " |\n\n";
+  out += "Stages: analyze " + fmt("%.2f s", a.times.analyze_s) + ", plan " + fmt("%.2f s", a.times.plan_s) + ", generate+compile " +
+         fmt("%.2f s", a.times.generate_s) + ", admit+measure " + fmt("%.2f s", a.times.admit_s) + ", emit " + fmt("%.2f s", a.times.emit_s) + ".\n\n";
+
+  out += "## Regions\n\n";
+  for (const auto& r : a.regions) {
+    const auto& s = r.plan.summary;
+    out += "### " + r.id + " — " + analysis::category_name(s.category) + " ×" + std::to_string(r.plan.sites.size()) + "\n\n";
+    out += "ops:";
+    for (const auto& op : s.op_sequence) out += " " + op;
+    out += "; " + fmt("%.3g FLOP", s.flops) + ", " + fmt("%.3g bytes", s.bytes) + "\n\n";
+    if (r.plan.candidates.empty()) {
+      out += "No candidates: " + r.plan.unplanned_reason + "\n\n";
+      continue;
+    }
+    out += "| id | kernel | source | compiled | validation | max rel err | median µs (per timed T) |\n|---|---|---|---|---|---|---|\n";
+    for (size_t i = 0; i < r.plan.candidates.size(); ++i) {
+      const auto& c = r.plan.candidates[i];
+      std::string validation = "unvalidated", error = "—", timing = "—";
+      if (i < r.results.size()) {
+        const auto& v = r.results[i];
+        validation = v.validated ? "ok" : "rejected: " + v.rejection.substr(0, 80);
+        error = v.validated ? fmt("%.2e", v.max_rel_error) : "—";
+        if (!v.timings.empty()) {
+          timing.clear();
+          for (const auto& t : v.timings) timing += (timing.empty() ? "" : ", ") + fmt("%.2f", t.median_us) + " @T=" + std::to_string(t.bindings.T);
+        }
+      }
+      const bool compiled_ok = i < r.compiled.size() && r.compiled[i].ok;
+      out += "| " + c.id + " | `" + c.name() + "` | " + c.source_class + (c.fallback ? " (fallback)" : "") + " | " +
+             (compiled_ok ? "yes" : "no") + " | " + validation + " | " + error + " | " + timing + " |\n";
+    }
+    out += "\n";
+    for (const auto& sel : r.selections) {
+      out += "Selected for " + sel.bucket + ": " +
+             (sel.candidate >= 0 ? "`" + r.plan.candidates[static_cast<size_t>(sel.candidate)].name() + "`" : std::string("none")) +
+             " — " + sel.reason + "\n\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace agentcompile::emit

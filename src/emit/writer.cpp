@@ -1,0 +1,112 @@
+// Writing the artifact directory.
+//
+// kernels/<kernel>.cu holds a selected candidate's source plus an extern "C" host launcher (compiled
+// only by nvcc, not NVRTC) that computes the grid from T exactly as the runtime does; include/ holds
+// the templates those sources include and agentcompile_kernels.h with every launcher's signature.
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "codegen/embedded_kernels.h"
+#include "codegen/render.h"
+#include "emit/artifact.h"
+
+namespace agentcompile::emit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Status write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out) return error(ErrorCode::kIo, path.string() + ": cannot write");
+  return Status::ok();
+}
+
+std::string extent_expr(const plan::Extent& e) {
+  return "static_cast<unsigned>((" + std::to_string(e.per_token) + "ll * a->T + " + std::to_string(e.fixed) + "ll + " +
+         std::to_string(e.divisor - 1) + "ll) / " + std::to_string(e.divisor) + "ll)";
+}
+
+std::string host_launcher(const plan::Candidate& c) {
+  std::ostringstream src;
+  src << "\n#ifndef __CUDACC_RTC__\n#include <cuda_runtime.h>\n\n"
+      << "// Runs " << c.name() << " (" << c.launches.size() << " launch" << (c.launches.size() > 1 ? "es" : "")
+      << ") on `stream`; `args` points to an ac::RegionArgs.\n"
+      << "extern \"C\" cudaError_t " << c.name() << "_launch(const void* args, cudaStream_t stream) {\n"
+      << "  const ac::RegionArgs* a = static_cast<const ac::RegionArgs*>(args);\n";
+  for (const auto& launch : c.launches) {
+    src << "  {\n    const dim3 grid(" << extent_expr(launch.grid_x) << ", " << extent_expr(launch.grid_y) << ", "
+        << extent_expr(launch.grid_z) << ");\n";
+    if (launch.shared_bytes > 48 * 1024)
+      src << "    cudaFuncSetAttribute(" << launch.kernel << ", cudaFuncAttributeMaxDynamicSharedMemorySize, " << launch.shared_bytes << ");\n";
+    src << "    if (grid.x && grid.y && grid.z) " << launch.kernel << "<<<grid, " << launch.block_x << ", " << launch.shared_bytes
+        << ", stream>>>(*a);\n    const cudaError_t status = cudaGetLastError();\n    if (status != cudaSuccess) return status;\n  }\n";
+  }
+  src << "  return cudaSuccess;\n}\n#endif\n";
+  return src.str();
+}
+
+std::string gencode_flag(const std::string& arch) {
+  const std::string digits = arch.substr(arch.find('_') + 1);  // "90a"
+  return "-gencode=arch=compute_" + digits + ",code=sm_" + digits;
+}
+
+}  // namespace
+
+Status write_artifact(const Artifact& artifact, const fs::path& dir) {
+  std::error_code ec;
+  for (const char* sub : {"kernels", "include", "cubin", "ir"}) {
+    fs::remove_all(dir / sub, ec);
+    fs::create_directories(dir / sub, ec);
+    if (ec) return error(ErrorCode::kIo, (dir / sub).string() + ": cannot create: " + ec.message());
+  }
+  for (const auto& header : codegen::embedded_kernel_headers()) AC_TRY(write_text(dir / "include" / header.name, header.text));
+
+  std::ostringstream declarations;
+  declarations << "// Launch signatures of the kernels agentcompile selected for this model. Generated; do not edit.\n"
+               << "#pragma once\n\n#include <cuda_runtime_api.h>\n\nnamespace agentcompile_kernels {\n"
+               << "// Host mirror of ac::RegionArgs (include/common.cuh): pass a pointer to one of these as `args`.\n"
+               << "struct RegionArgs {\n  const void* in[8];\n  void* out[8];\n  const void* w[8];\n  void* state[4];\n"
+               << "  void* workspace;\n  int T;\n  int L;\n};\n}  // namespace agentcompile_kernels\n\nextern \"C\" {\n";
+  std::set<std::string> written;
+  for (const auto& region : artifact.regions) {
+    for (const auto& selection : region.selections) {
+      if (selection.candidate < 0) continue;
+      const size_t index = static_cast<size_t>(selection.candidate);
+      const plan::Candidate& c = region.plan.candidates[index];
+      if (c.source_class == "library" || !written.insert(c.name()).second) continue;
+      AC_ASSIGN_OR_RETURN(std::string source, codegen::render_source(c));
+      AC_TRY(write_text(dir / "kernels" / (c.name() + ".cu"), source + host_launcher(c)));
+      if (index < region.compiled.size() && region.compiled[index].ok) {
+        const auto& cubin = region.compiled[index].cubin;
+        AC_TRY(write_text(dir / "cubin" / (c.name() + ".cubin"), std::string(cubin.begin(), cubin.end())));
+      }
+      declarations << "// " << region.id << " (" << analysis::category_name(region.plan.summary.category) << "), bucket "
+                   << selection.bucket << "\ncudaError_t " << c.name() << "_launch(const void* args, cudaStream_t stream);\n";
+    }
+  }
+  declarations << "}\n";
+  AC_TRY(write_text(dir / "include" / "agentcompile_kernels.h", declarations.str()));
+
+  const std::string arch = artifact.device.value("arch", std::string("sm_90a"));
+  std::ostringstream cmake;
+  cmake << "# Builds the kernels agentcompile selected into a static library. Generated; do not edit.\n"
+        << "cmake_minimum_required(VERSION 3.24)\nproject(agentcompile_kernels LANGUAGES CXX CUDA)\n\n"
+        << "set(CMAKE_CUDA_ARCHITECTURES OFF)  # the arch the kernels were tuned for is set explicitly below\n"
+        << "file(GLOB kernel_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cu)\n"
+        << "add_library(agentcompile_kernels STATIC ${kernel_sources})\n"
+        << "target_include_directories(agentcompile_kernels PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
+        << "set_target_properties(agentcompile_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)\n"
+        << "target_compile_options(agentcompile_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:" << gencode_flag(arch)
+        << " --use_fast_math>)\n";
+  AC_TRY(write_text(dir / "CMakeLists.txt", cmake.str()));
+  AC_TRY(write_text(dir / "ir" / "module.ir", artifact.module_ir));
+  AC_TRY(write_text(dir / "report.md", artifact_report(artifact)));
+  // metadata.json last: its presence marks a complete artifact.
+  AC_TRY(write_text(dir / "metadata.json", artifact_metadata(artifact).dump(1) + "\n"));
+  return Status::ok();
+}
+
+}  // namespace agentcompile::emit
