@@ -96,7 +96,9 @@ class GemvFamily final : public TemplateFamily {
             if (warps % split != 0) continue;
             const int row_warps = warps / split;
             const int64_t k_per_split = K / split;
-            if (k_per_split < 256 * unroll) continue;  // a split must cover at least one unrolled step per lane
+            // A split must give every lane at least one unrolled step (short K: one split, no unroll).
+            if ((split > 1 || unroll > 1) && k_per_split < 256 * unroll) continue;
+            if (split > 1 && k_per_split % 8 != 0) continue;
             const int loads_in_flight = unroll * rows * mats;  // 16-byte weight loads per lane
             if (loads_in_flight > 16) continue;  // register budget: 4 registers per load
             const int64_t blocks = (N + row_warps * rows - 1) / (row_warps * rows);

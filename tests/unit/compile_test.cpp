@@ -1,0 +1,66 @@
+// `agentcompile compile` without a GPU, as CI runs it: every region is planned and every candidate
+// compiled by NVRTC and recorded as unvalidated; a second compile is warm; and the emitted
+// CMakeLists.txt builds the selected kernels into a library with nvcc.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace agentcompile {
+namespace {
+
+namespace fs = std::filesystem;
+
+int run(const std::string& command, std::string* output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+  return pclose(pipe);
+}
+
+TEST(Compile, NoGpuCompilesEveryCandidateAndTheArtifactBuilds) {
+  const fs::path work = fs::path(AC_BINARY_DIR) / "compile-test";
+  fs::remove_all(work);
+  const std::string config = std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/small-qwen3.json";
+  const std::string compile = std::string(AC_CLI) + " compile " + config + " -o " + (work / "artifact").string() +
+                              " --no-gpu --cache-dir " + (work / "cache").string();
+  std::string output;
+  ASSERT_EQ(run(compile, &output), 0) << output;
+  EXPECT_NE(output.find("unvalidated"), std::string::npos) << output;
+
+  std::ifstream in(work / "artifact" / "metadata.json");
+  const nlohmann::json meta = nlohmann::json::parse(in);
+  EXPECT_FALSE(meta["gpu_used"].get<bool>());
+  ASSERT_FALSE(meta["regions"].empty());
+  for (const auto& region : meta["regions"]) {
+    EXPECT_FALSE(region["candidates"].empty()) << region["id"] << ": " << region["unplanned_reason"];
+    for (const auto& candidate : region["candidates"]) {
+      if (candidate["source_class"] == "library") continue;
+      EXPECT_TRUE(candidate["compile"]["ok"].get<bool>()) << candidate["name"] << "\n" << candidate["compile"]["log"];
+      EXPECT_EQ(candidate["validation"]["status"], "unvalidated");
+    }
+    for (const auto& selection : region["selection"]) EXPECT_FALSE(selection["candidate"].is_null()) << region["id"];
+  }
+  EXPECT_TRUE(fs::exists(work / "artifact" / "report.md"));
+  EXPECT_TRUE(fs::exists(work / "artifact" / "include" / "agentcompile_kernels.h"));
+
+  // Warm: the same compile reuses the artifact.
+  std::string warm;
+  ASSERT_EQ(run(compile, &warm), 0) << warm;
+  EXPECT_NE(warm.find("warm"), std::string::npos) << warm;
+
+  // The emitted CMake project builds with nvcc.
+  std::string build;
+  const std::string cmake = "cmake -S " + (work / "artifact").string() + " -B " + (work / "artifact-build").string() +
+                            " -G Ninja -DCMAKE_CUDA_COMPILER=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && cmake --build " +
+                            (work / "artifact-build").string();
+  ASSERT_EQ(run(cmake, &build), 0) << build;
+  EXPECT_TRUE(fs::exists(work / "artifact-build" / "libagentcompile_kernels.a")) << build;
+}
+
+}  // namespace
+}  // namespace agentcompile
