@@ -43,7 +43,7 @@ json candidate_json(const CompiledRegion& region, size_t i) {
     for (const auto& t : r.timings)
       j["timings"].push_back({{"T", t.bindings.T}, {"L", t.bindings.L}, {"pos", t.bindings.pos}, {"median_us", t.median_us},
                               {"p10_us", t.p10_us}, {"p90_us", t.p90_us}, {"repetitions", t.repetitions},
-                              {"buffer_sets", t.buffer_sets}});
+                              {"launches_per_sample", t.launches_per_sample}, {"buffer_sets", t.buffer_sets}});
   } else {
     j["validation"] = {{"status", "unvalidated"}, {"reason", "no GPU: compiled only"}};
     j["timings"] = json::array();

@@ -4,7 +4,7 @@
 // the inputs, weights and states are uploaded, outputs are poisoned with NaN, the launches run, and
 // outputs and states are compared with the reference while inputs and weights must come back
 // unchanged; a candidate that passes every case is timed with CUDA events over rotating buffer sets
-// larger than L2 (median and spread). All GPU work happens in a forked worker process: a kernel that
+// larger than L2 (median and spread; short kernels are timed in batches of back-to-back launches). All GPU work happens in a forked worker process: a kernel that
 // faults (illegal address, a trap, a hang past the timeout) is recorded as a fault for that
 // candidate, the worker is replaced, and admission continues with the next candidate.
 #pragma once
@@ -32,9 +32,10 @@ struct AdmitOptions {
 
 struct Timing {
   RegionBindings bindings;
-  double median_us = 0, p10_us = 0, p90_us = 0;
-  int repetitions = 0;
-  int buffer_sets = 0;
+  double median_us = 0, p10_us = 0, p90_us = 0;  // per launch of the candidate
+  int repetitions = 0;          // samples
+  int launches_per_sample = 1;  // back-to-back launches timed together in one sample
+  int buffer_sets = 0;          // input sets rotated so each launch reads data that left L2
 };
 
 struct CandidateResult {
