@@ -28,9 +28,15 @@ std::string role_pointer(const plan::Match& match, const std::string& role, cons
   return "static_cast<" + std::string(is_const ? "const " : "") + type + "*>(" + expr + ")";
 }
 
+bool has_generated_launch(const plan::Candidate& candidate) {
+  for (const auto& launch : candidate.launches)
+    if (!launch.library) return true;
+  return false;
+}
+
 Expected<std::string> render_source(const plan::Candidate& candidate) {
-  if (candidate.source_class == "library")
-    return error(ErrorCode::kInvalidArgument, candidate.id + " (" + candidate.family + ") is a library call: it has no source");
+  if (!has_generated_launch(candidate))
+    return error(ErrorCode::kInvalidArgument, candidate.id + " (" + candidate.family + ") is library calls only: it has no source");
   for (const auto& [family, renderer] : renderers())
     if (family == candidate.family) return renderer(candidate);
   return error(ErrorCode::kInternal, "no renderer for template family '" + candidate.family + "'");

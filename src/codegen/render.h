@@ -14,6 +14,9 @@ namespace agentcompile::codegen {
 // (sharing one translation unit), including the family's header from src/kernels.
 Expected<std::string> render_source(const plan::Candidate& candidate);
 
+// True when the candidate launches at least one generated kernel (library-only candidates have no source).
+bool has_generated_launch(const plan::Candidate& candidate);
+
 // C++ spelling of a dtype in generated code: __half, __nv_bfloat16, float, int.
 const char* cuda_type(ir::DType dtype);
 

@@ -285,7 +285,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     region.compiled.resize(region.plan.candidates.size());
     for (size_t i = 0; i < region.plan.candidates.size(); ++i) {
       const auto& candidate = region.plan.candidates[i];
-      if (candidate.source_class == "library") continue;
+      if (!codegen::has_generated_launch(candidate)) continue;
       AC_ASSIGN_OR_RETURN(std::string source, codegen::render_source(candidate));
       jobs.push_back({candidate.name(), std::move(source)});
       job_owner.emplace_back(r, i);

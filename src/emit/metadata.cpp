@@ -18,7 +18,8 @@ json type_list(const std::vector<ir::TensorType>& types) {
 json launch_json(const plan::Launch& launch) {
   auto extent = [](const plan::Extent& e) { return json{{"per_token", e.per_token}, {"fixed", e.fixed}, {"divisor", e.divisor}}; };
   return json{{"kernel", launch.kernel}, {"grid", {extent(launch.grid_x), extent(launch.grid_y), extent(launch.grid_z)}},
-              {"block", launch.block_x}, {"shared_bytes", launch.shared_bytes}, {"library", launch.library}};
+              {"block", launch.block_x}, {"shared_bytes", launch.shared_bytes}, {"library", launch.library},
+              {"library_args", launch.library_args}};
 }
 
 json candidate_json(const CompiledRegion& region, size_t i) {

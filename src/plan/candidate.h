@@ -28,6 +28,9 @@ struct Launch {
   int block_x = 128;
   int64_t shared_bytes = 0;
   bool library = false;  // a cuBLAS/cuBLASLt call run by host code, not a generated kernel
+  // For library launches, what to call and on which slots, e.g. {"op": "gemm", "a": "in0", "b": "w1",
+  // "c": "out0" or "workspace:<byte offset per token>", "m": "T", "n": "6144", "k": "2048", "c_dtype": "f32"}.
+  std::map<std::string, std::string> library_args;
 };
 
 // What a template family learned when it matched a region: the mapping of its roles to the
@@ -57,7 +60,9 @@ struct Candidate {
   std::string source_class;   // "generated" | "library"
   std::vector<std::string> notes;  // why the planner ranked it where it did
 
-  std::string name() const { return launches.empty() ? id : launches.front().kernel; }
+  std::string spelled_name;   // the family's name for this choice, spelling every parameter
+
+  std::string name() const { return spelled_name.empty() ? id : spelled_name; }
 };
 
 }  // namespace agentcompile::plan

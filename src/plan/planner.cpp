@@ -18,6 +18,7 @@ Candidate make_candidate(const TemplateFamily& family, const Match& match, const
   c.score = choice.score;
   c.notes = choice.notes;
   c.launches = family.launches(match, choice.params);
+  c.spelled_name = family.kernel_name(match, choice.params);
   c.workspace_bytes_per_token = family.workspace_bytes_per_token(match, choice.params);
   c.workspace_bytes_fixed = family.workspace_bytes_fixed(match, choice.params);
   c.source_class = c.launches.size() == 1 && c.launches.front().library ? "library" : "generated";

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/cuda_driver.h"
+#include "tune/library_calls.h"
 #include "tune/region_args.h"
 
 namespace agentcompile::tune {
@@ -76,15 +77,20 @@ Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, 
 }
 
 struct LoadedCandidate {
-  std::unique_ptr<CudaModule> module;
-  std::vector<CUfunction> functions;
+  std::unique_ptr<CudaModule> module;  // null for library-only candidates
+  std::vector<CUfunction> functions;   // per launch; null for library launches
+  LibraryRunner* library = nullptr;
 };
 
 Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
                     const RegionBindings& bindings, CUstream stream) {
   for (size_t l = 0; l < candidate.launches.size(); ++l) {
     const plan::Launch& launch = candidate.launches[l];
-    if (launch.library) return error(ErrorCode::kUnsupported, launch.kernel + ": library launches are run by the runtime");
+    if (launch.library) {
+      if (!loaded.library) return error(ErrorCode::kInternal, "no library runner for " + launch.kernel);
+      AC_TRY(loaded.library->run(launch, candidate.match, args));
+      continue;
+    }
     AC_TRY(launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
                          static_cast<unsigned>(launch.grid_y.at(bindings.T)), static_cast<unsigned>(launch.grid_z.at(bindings.T)),
                          static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args));
@@ -153,8 +159,8 @@ Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_modul
 }
 
 // Validates one candidate over every case; returns false in `fault` when the context is now unusable.
-CandidateResult validate_and_time(CudaContext& ctx, const ir::Module& region_module, const RegionLayout& layout,
-                                  const std::vector<RegionCase>& cases,
+CandidateResult validate_and_time(CudaContext& ctx, LibraryRunner* library, const ir::Module& region_module,
+                                  const RegionLayout& layout, const std::vector<RegionCase>& cases,
                                   const plan::Candidate& candidate, const codegen::CompileResult& compiled,
                                   const RegionBindings& bindings, const AdmitOptions& options) {
   CandidateResult r;
@@ -167,10 +173,18 @@ CandidateResult validate_and_time(CudaContext& ctx, const ir::Module& region_mod
     return r;
   };
   LoadedCandidate loaded;
-  auto module = CudaModule::load(compiled.cubin, candidate.name());
-  if (!module) return fail(module.status(), false);
-  loaded.module = std::move(*module);
+  loaded.library = library;
+  if (compiled.ok) {
+    auto module = CudaModule::load(compiled.cubin, candidate.name());
+    if (!module) return fail(module.status(), false);
+    loaded.module = std::move(*module);
+  }
   for (const auto& launch : candidate.launches) {
+    if (launch.library) {
+      loaded.functions.push_back(nullptr);
+      continue;
+    }
+    if (!loaded.module) return fail(error(ErrorCode::kInternal, launch.kernel + " was not compiled"), false);
     auto function = loaded.module->function(launch.kernel);
     if (!function) return fail(function.status(), false);
     loaded.functions.push_back(*function);
@@ -277,6 +291,13 @@ CandidateResult from_json(const json& j) {
   return r;
 }
 
+// A candidate can run when its generated launches compiled (library-only candidates need nothing).
+bool runnable(const plan::Candidate& candidate, const codegen::CompileResult& compiled) {
+  for (const auto& launch : candidate.launches)
+    if (!launch.library) return compiled.ok;
+  return true;
+}
+
 void write_all(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
@@ -296,10 +317,12 @@ void write_all(int fd, const std::string& text) {
     write_all(fd, "ERROR " + json(ctx.status().to_string()).dump() + "\n");
     _exit(2);
   }
+  auto library = LibraryRunner::create((*ctx)->stream());
   for (size_t i = first; i < candidates.size(); ++i) {
-    if (!compiled[i].ok) continue;
+    if (!runnable(candidates[i], compiled[i])) continue;
     write_all(fd, "BEGIN " + std::to_string(i) + "\n");
-    CandidateResult r = validate_and_time(**ctx, region_module, layout, cases, candidates[i], compiled[i], bindings, options);
+    CandidateResult r = validate_and_time(**ctx, library ? library->get() : nullptr, region_module, layout, cases, candidates[i],
+                                          compiled[i], bindings, options);
     write_all(fd, "RESULT " + std::to_string(i) + " " + to_json(r).dump() + "\n");
     if (r.faulted) _exit(3);
   }
@@ -320,9 +343,8 @@ Expected<std::vector<CandidateResult>> admit_candidates(const ir::Module& region
     results[i].id = candidates[i].id;
     results[i].name = candidates[i].name();
     results[i].compiled = i < compiled.size() && compiled[i].ok;
-    if (!results[i].compiled) {
-      results[i].rejection = candidates[i].source_class == "library" ? "library candidate: run by the runtime's library path"
-                                                                     : "compile error: " + (i < compiled.size() ? compiled[i].log : "not compiled");
+    if (i >= compiled.size() || !runnable(candidates[i], compiled[i])) {
+      results[i].rejection = "compile error: " + (i < compiled.size() ? compiled[i].log : std::string("not compiled"));
       reported[i] = true;
     }
   }

@@ -69,6 +69,7 @@ plan::Candidate planted(const plan::Candidate& like, const std::string& name) {
   plan::Candidate c = like;
   c.id = name;
   c.family = "planted";
+  c.spelled_name = name;
   c.launches = {plan::Launch{name, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 128, 0, false}};
   return c;
 }

@@ -1,0 +1,90 @@
+// The library fallback for matmul regions: one cuBLAS GEMM per linear (cublasGemmEx, fp32 compute)
+// followed, when the region has an epilogue, by a small generated elementwise kernel (bias, residual
+// add, SiLU(gate)·up) that reads the GEMM results. Always in the space of a matmul region, and
+// marked as its fallback: a generated kernel is selected only when it is measured faster.
+#include <sstream>
+
+#include "plan/families.h"
+#include "plan/families/matmul_match.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+class CublasFamily final : public TemplateFamily {
+ public:
+  std::string name() const override { return "cublas"; }
+  std::string template_file() const override { return "epilogue.cuh"; }
+
+  std::optional<Match> match(const RegionContext& ctx) const override {
+    auto m = match_matmul_region(ctx, TokenCount::kAny);
+    if (!m) return std::nullopt;
+    const auto& x = ctx.function->type(ctx.node(0).operands[0]);
+    m->facts["tokens_static"] = x.shape[0].is_static() ? x.shape[0].value : 0;  // 0: T
+    return m;
+  }
+
+  std::vector<Choice> param_space(const Match&, const DeviceProfile&) const override {
+    Choice c;
+    c.params = {{"fallback", 1}};
+    c.score = 0.05;  // ranked last: the baseline every generated kernel must beat
+    c.notes.push_back("library fallback: cublasGemmEx per linear, fp32 compute");
+    return {c};
+  }
+
+  std::string kernel_name(const Match& m, const ParamSet&) const override {
+    std::ostringstream name;
+    name << "cublas_" << m.variant << "_" << dtype_tag(m.dtype);
+    if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
+    name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K");
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
+    const std::string base = kernel_name(m, p);
+    const std::string tokens = m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "T";
+    const int64_t rows = m.facts.at("N");
+    std::vector<Launch> out;
+    auto gemm = [&](const std::string& weight, const std::string& dest, int64_t n, const std::string& c_dtype) {
+      Launch l;
+      l.kernel = "cublasGemmEx";
+      l.library = true;
+      l.library_args = {{"op", "gemm"}, {"a", m.roles.at("x")}, {"b", m.roles.at(weight)}, {"c", dest}, {"m", tokens},
+                        {"n", std::to_string(n)}, {"k", std::to_string(m.facts.at("K"))}, {"c_dtype", c_dtype}};
+      out.push_back(l);
+    };
+    const bool has_bias = m.roles.count("b0") || m.roles.count("b1") || m.roles.count("b2");
+    if (m.variant == "gate_up") {
+      // gate and up in fp32 into the workspace: [T, N] each.
+      gemm("w0", "workspace:0", rows, "f32");
+      gemm("w1", "workspace:" + std::to_string(rows * 4), rows, "f32");
+    } else {
+      for (int s = 0; s < 3; ++s)
+        if (m.facts.count("rows" + std::to_string(s)))
+          gemm("w" + std::to_string(s), m.roles.at("y" + std::to_string(s)), m.facts.at("rows" + std::to_string(s)),
+               std::string(ir::dtype_name(m.out_dtype)));
+    }
+    if (m.variant == "gate_up" || m.variant == "residual" || has_bias) {
+      Launch epilogue;
+      epilogue.kernel = base + "_epilogue";
+      epilogue.block_x = 256;
+      // One thread per output element of the widest segment set: ceil(T * N / 256) blocks.
+      epilogue.grid_x = m.facts.at("tokens_static") ? Extent{0, m.facts.at("tokens_static") * rows, 256} : Extent{rows, 0, 256};
+      out.push_back(epilogue);
+    }
+    return out;
+  }
+
+  int64_t workspace_bytes_per_token(const Match& m, const ParamSet&) const override {
+    return m.variant == "gate_up" ? 2 * m.facts.at("N") * 4 : 0;
+  }
+};
+
+}  // namespace
+
+const TemplateFamily& cublas_family() {
+  static const CublasFamily family;
+  return family;
+}
+
+}  // namespace agentcompile::plan

@@ -1,0 +1,28 @@
+// Library launches of candidates (plan::Launch::library): today cuBLAS GEMMs, the fallback of
+// matmul regions. Interface slots in library_args ("in0", "w1", "out0", "workspace:<bytes per token>")
+// are resolved against the same ac::RegionArgs the generated kernels receive.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+
+#include "agentcompile/status.h"
+#include "plan/candidate.h"
+#include "tune/region_args.h"
+
+namespace agentcompile::tune {
+
+class LibraryRunner {
+ public:
+  // Needs a current CUDA context; the handle is bound to `stream`.
+  static Expected<std::unique_ptr<LibraryRunner>> create(CUstream stream);
+  ~LibraryRunner();
+  Status run(const plan::Launch& launch, const plan::Match& match, const RegionArgs& args);
+
+ private:
+  LibraryRunner() = default;
+  void* handle_ = nullptr;  // cublasHandle_t
+};
+
+}  // namespace agentcompile::tune
