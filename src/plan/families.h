@@ -6,5 +6,15 @@
 namespace agentcompile::plan {
 
 const TemplateFamily& gemv_family();
+const TemplateFamily& rmsnorm_family();
+const TemplateFamily& embedding_family();
+const TemplateFamily& elementwise_family();
+const TemplateFamily& softmax_family();
+const TemplateFamily& reduction_family();
+const TemplateFamily& rope_kv_family();
+const TemplateFamily& attention_decode_family();
+const TemplateFamily& attention_prefill_family();
+const TemplateFamily& gemm_family();
+const TemplateFamily& cublas_family();
 
 }  // namespace agentcompile::plan

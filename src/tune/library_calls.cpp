@@ -17,14 +17,38 @@ Status cublas_status(cublasStatus_t status, const std::string& what) {
   return error(ErrorCode::kInternal, what + ": " + cublasGetStatusString(status));
 }
 
+// Digits after `prefix` in `text`, or -1 when they are missing or not all digits.
+long long number_after(const std::string& text, size_t prefix) {
+  if (text.size() <= prefix || text.size() - prefix > 18) return -1;
+  long long value = 0;
+  for (size_t i = prefix; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
 Expected<const void*> slot_pointer(const std::string& slot, const RegionArgs& args) {
-  auto index = [&](size_t prefix) { return static_cast<size_t>(std::stoul(slot.substr(prefix))); };
-  if (slot.rfind("in", 0) == 0) return args.in[index(2)];
-  if (slot.rfind("out", 0) == 0) return static_cast<const void*>(args.out[index(3)]);
-  if (slot.rfind("w", 0) == 0) return args.w[index(1)];
-  if (slot.rfind("workspace:", 0) == 0)
-    return static_cast<const void*>(static_cast<const char*>(args.workspace) + std::stoll(slot.substr(10)) * args.T);
-  return error(ErrorCode::kInternal, "library launch names an unknown slot '" + slot + "'");
+  auto bad = [&] { return error(ErrorCode::kInternal, "library launch names an unknown slot '" + slot + "'"); };
+  if (slot.rfind("workspace:", 0) == 0) {
+    const long long per_token = number_after(slot, 10);
+    if (per_token < 0) return bad();
+    return static_cast<const void*>(static_cast<const char*>(args.workspace) + per_token * args.T);
+  }
+  struct Prefix {
+    const char* name;
+    size_t length;
+    size_t count;
+  };
+  for (const Prefix& p : {Prefix{"out", 3, 8}, Prefix{"in", 2, 8}, Prefix{"w", 1, 8}}) {
+    if (slot.rfind(p.name, 0) != 0) continue;
+    const long long index = number_after(slot, p.length);
+    if (index < 0 || static_cast<size_t>(index) >= p.count) return bad();
+    if (p.length == 3) return static_cast<const void*>(args.out[index]);
+    if (p.length == 2) return args.in[index];
+    return args.w[index];
+  }
+  return bad();
 }
 
 cudaDataType_t cuda_data_type(const std::string& dtype) {
@@ -55,16 +79,19 @@ Status LibraryRunner::run(const plan::Launch& launch, const plan::Match& match, 
     return it == a.end() ? "" : it->second;
   };
   if (arg("op") != "gemm") return error(ErrorCode::kUnsupported, "library launch op '" + arg("op") + "' is not known");
-  const int m = arg("m") == "T" ? args.T : std::stoi(arg("m"));
-  const int n = std::stoi(arg("n"));
-  const int k = std::stoi(arg("k"));
+  const long long m = arg("m") == "T" ? args.T : number_after(arg("m"), 0);
+  const long long n = number_after(arg("n"), 0);
+  const long long k = number_after(arg("k"), 0);
+  if (m < 0 || n <= 0 || k <= 0) return error(ErrorCode::kInternal, "library gemm has malformed sizes m=" + arg("m") + " n=" + arg("n") + " k=" + arg("k"));
   AC_ASSIGN_OR_RETURN(const void* A, slot_pointer(arg("a"), args));
   AC_ASSIGN_OR_RETURN(const void* B, slot_pointer(arg("b"), args));
   AC_ASSIGN_OR_RETURN(const void* C, slot_pointer(arg("c"), args));
   const cudaDataType_t in_type = cuda_data_type(std::string(ir::dtype_name(match.dtype)));
   const float alpha = 1.0f, beta = 0.0f;
-  return cublas_status(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, k,
-                                    A, in_type, k, &beta, const_cast<void*>(C), cuda_data_type(arg("c_dtype")), n,
+  if (m == 0) return Status::ok();
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  return cublas_status(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, ni, mi, ki, &alpha, B, in_type, ki,
+                                    A, in_type, ki, &beta, const_cast<void*>(C), cuda_data_type(arg("c_dtype")), ni,
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                        "cublasGemmEx(" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ")");
 }

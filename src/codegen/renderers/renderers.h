@@ -13,10 +13,30 @@ namespace agentcompile::codegen {
 using Renderer = std::function<std::string(const plan::Candidate&)>;
 
 std::string render_gemv(const plan::Candidate& candidate);
+std::string render_rmsnorm(const plan::Candidate& candidate);
+std::string render_embedding(const plan::Candidate& candidate);
+std::string render_elementwise(const plan::Candidate& candidate);
+std::string render_softmax(const plan::Candidate& candidate);
+std::string render_reduction(const plan::Candidate& candidate);
+std::string render_rope_kv(const plan::Candidate& candidate);
+std::string render_attention_decode(const plan::Candidate& candidate);
+std::string render_attention_prefill(const plan::Candidate& candidate);
+std::string render_gemm(const plan::Candidate& candidate);
+std::string render_cublas_epilogue(const plan::Candidate& candidate);
 
 inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
   static const std::vector<std::pair<std::string, Renderer>> table = {
       {"gemv", render_gemv},
+      {"rmsnorm", render_rmsnorm},
+      {"embedding", render_embedding},
+      {"elementwise", render_elementwise},
+      {"softmax", render_softmax},
+      {"reduction", render_reduction},
+      {"rope_kv", render_rope_kv},
+      {"attention_decode", render_attention_decode},
+      {"attention_prefill", render_attention_prefill},
+      {"gemm", render_gemm},
+      {"cublas", render_cublas_epilogue},
   };
   return table;
 }

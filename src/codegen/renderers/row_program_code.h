@@ -1,0 +1,19 @@
+// Device code for row programs (plan/families/row_program.h): the `Program` struct the row engines
+// of rowwise.cuh call (load / pre / post / store), written as straight-line typed code from the
+// program's ops, and the wrapper lines that bind it to ac::RegionArgs.
+#pragma once
+
+#include <string>
+
+#include "plan/families/row_program.h"
+
+namespace agentcompile::codegen {
+
+// `struct Program { ... };` for VEC columns per chunk.
+std::string render_row_program(const plan::RowProgram& program, int vec);
+// Statements that fill a Program named `var` from the wrapper's `a` (one per line, indented 2).
+std::string render_program_binding(const plan::RowProgram& program, const std::string& var);
+// The wrapper's row count: "<rows_per_token>LL * a.T + <rows_fixed>LL".
+std::string rows_expression(int64_t rows_per_token, int64_t rows_fixed);
+
+}  // namespace agentcompile::codegen

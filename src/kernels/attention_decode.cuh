@@ -1,0 +1,285 @@
+// Decode attention family: one query token over the KV cache, split-KV flash decoding.
+//
+// Bytes: the K and V rows of the valid keys (2 * len * KV * D * 2) dominate, so each block streams
+// one chunk of keys of one kv head with 16-byte loads: D/8 lanes share a key row, THREADS/(D/8)
+// keys are in flight per step and UNROLL steps are issued before any is used (with PREFETCH, the
+// next batch is issued before the current one is computed). The GROUP = NH/KV
+// query heads of a kv head (GQA) are all computed from the same loaded rows. Softmax is online
+// and in fp32, in the exp2 domain (q is pre-scaled by scale * log2 e).
+//
+// The valid length is pos+1 with pos read on the device, so a captured graph replays correctly.
+// Split launch: grid (SPLITS, KV); keys per split are CHUNK or more (when len > CHUNK * SPLITS,
+// rounded up to 16), blocks past the valid length exit at once, and each active block writes its
+// partial max, sum and unnormalized accumulator per query head to the workspace; the combine launch,
+// grid (NH, D/32), rescales the active splits and writes [NH, D]. With SPLITS == 1 one launch of
+// KV blocks does everything and writes the output directly (short contexts).
+#pragma once
+
+#include "common.cuh"
+
+namespace ac {
+
+template <typename T>
+struct AttentionDecodeParams {
+  const T* q;          // [NH, D]
+  const T* k;          // [L, KV, D]
+  const T* v;          // [L, KV, D]
+  const int* pos;      // i32 scalar in device memory: keys 0..pos are valid
+  T* out;              // [NH, D]
+  float* partial_acc;  // [NH, SPLITS, D] sum of p * v per split (split launch only)
+  float* partial_ml;   // [NH, SPLITS, 2] max score (exp2 domain) and sum of p per split
+  float scale_log2;    // attention scale * log2(e)
+  int L;               // cache rows
+};
+
+constexpr float kAttnNegBig = -3.0e38f;  // start of the running max: finite, so exp2(m - m') is never NaN
+
+__device__ __forceinline__ int attention_decode_len(const int* pos, int L) {
+  const int len = *pos + 1;
+  return len < L ? len : L;
+}
+
+// Keys per split: CHUNK, or len/SPLITS rounded up to 16 once the splits run out.
+__device__ __forceinline__ int attention_decode_chunk(int len, int chunk_min, int splits) {
+  int c = (len + splits - 1) / splits;
+  c = (c + 15) & ~15;
+  return c > chunk_min ? c : chunk_min;
+}
+
+template <typename T, int D, int KV, int GROUP, int THREADS, int UNROLL, bool PREFETCH, int CHUNK, int SPLITS>
+__device__ __forceinline__ void attention_decode_split(const AttentionDecodeParams<T>& p) {
+  constexpr int kLanes = D / 8;                // lanes per key row
+  constexpr int kKeysPerStep = THREADS / kLanes;
+  constexpr int kWarps = THREADS / 32;
+  static_assert(32 % kLanes == 0 && THREADS % 32 == 0, "key rows must tile a warp");
+  __shared__ float sm_ml[kWarps][GROUP][2];
+  __shared__ __align__(16) float sm_acc[kWarps][GROUP][D];
+
+  const int kv_head = blockIdx.y, split = blockIdx.x;
+  const int len = attention_decode_len(p.pos, p.L);
+  int begin = 0, end = len;
+  if (SPLITS > 1) {
+    const int chunk = attention_decode_chunk(len, CHUNK, SPLITS);
+    begin = split * chunk;
+    if (begin >= len) return;  // the whole block: this split is past the valid keys
+    end = min(len, begin + chunk);
+  }
+
+  const int key_slot = threadIdx.x / kLanes, li = threadIdx.x % kLanes;
+  float qf[GROUP][8];
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) {
+    unpack8<T>(load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8), qf[g]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qf[g][e] *= p.scale_log2;
+  }
+  float m[GROUP], l[GROUP], acc[GROUP][8];
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) {
+    m[g] = kAttnNegBig;
+    l[g] = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.f;
+  }
+
+  constexpr size_t kRowStride = static_cast<size_t>(KV) * D;  // elements between keys
+  const T* k_base = p.k + static_cast<size_t>(kv_head) * D + li * 8;
+  const T* v_base = p.v + static_cast<size_t>(kv_head) * D + li * 8;
+  const float neg_inf = __int_as_float(0xff800000);
+
+  // Keys past the end re-read the last valid row (no branch between the loads) and are masked.
+  constexpr int kStep = kKeysPerStep * UNROLL;
+  auto load_step = [&](uint4 (&kr)[UNROLL], uint4 (&vr)[UNROLL], int base) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const size_t j = static_cast<size_t>(min(base + u * kKeysPerStep + key_slot, end - 1));
+      kr[u] = load_stream16(k_base + j * kRowStride);
+      vr[u] = load_stream16(v_base + j * kRowStride);
+    }
+  };
+  auto compute_step = [&](const uint4 (&kr)[UNROLL], const uint4 (&vr)[UNROLL], int base) {
+    float s[UNROLL][GROUP];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float kf[8];
+      unpack8<T>(kr[u], kf);
+#pragma unroll
+      for (int g = 0; g < GROUP; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot = fmaf(qf[g][e], kf[e], dot);
+        s[u][g] = dot;
+      }
+    }
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1)
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int g = 0; g < GROUP; ++g) s[u][g] += __shfl_xor_sync(0xffffffffu, s[u][g], offset);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (base + u * kKeysPerStep + key_slot >= end)
+#pragma unroll
+        for (int g = 0; g < GROUP; ++g) s[u][g] = neg_inf;
+
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) {
+      float step_max = s[0][g];
+#pragma unroll
+      for (int u = 1; u < UNROLL; ++u) step_max = fmaxf(step_max, s[u][g]);
+      const float m_new = fmaxf(m[g], step_max);
+      const float correction = exp2f(m[g] - m_new);
+      m[g] = m_new;
+      l[g] *= correction;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] *= correction;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float vf[8];
+      unpack8<T>(vr[u], vf);
+#pragma unroll
+      for (int g = 0; g < GROUP; ++g) {
+        const float pu = exp2f(s[u][g] - m[g]);
+        l[g] += pu;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pu, vf[e], acc[g][e]);
+      }
+    }
+  };
+
+  // The step count is block-uniform so the lanes of a key row always shuffle together. With
+  // PREFETCH the next step's lines are in flight while this step is computed (software pipeline).
+  uint4 kr[UNROLL], vr[UNROLL];
+  if (PREFETCH && begin < end) load_step(kr, vr, begin);
+  for (int base = begin; base < end; base += kStep) {
+    if (PREFETCH) {
+      uint4 kn[UNROLL], vn[UNROLL];
+      const bool more = base + kStep < end;
+      if (more) load_step(kn, vn, base + kStep);
+      compute_step(kr, vr, base);
+      if (more) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+          kr[u] = kn[u];
+          vr[u] = vn[u];
+        }
+      }
+    } else {
+      load_step(kr, vr, base);
+      compute_step(kr, vr, base);
+    }
+  }
+
+  // Merge the key rows of a warp (lanes li, li + kLanes, ... hold the same dims), then the warps.
+#pragma unroll
+  for (int offset = kLanes; offset < 32; offset <<= 1)
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) {
+      const float m_other = __shfl_xor_sync(0xffffffffu, m[g], offset);
+      const float l_other = __shfl_xor_sync(0xffffffffu, l[g], offset);
+      const float m_new = fmaxf(m[g], m_other);
+      const float a = exp2f(m[g] - m_new), b = exp2f(m_other - m_new);
+      l[g] = l[g] * a + l_other * b;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * a + __shfl_xor_sync(0xffffffffu, acc[g][e], offset) * b;
+      m[g] = m_new;
+    }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane < kLanes) {
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) {
+      float4* dst = reinterpret_cast<float4*>(&sm_acc[warp][g][li * 8]);
+      dst[0] = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
+      dst[1] = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
+      if (lane == 0) {
+        sm_ml[warp][g][0] = m[g];
+        sm_ml[warp][g][1] = l[g];
+      }
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < GROUP * D; idx += THREADS) {
+    const int g = idx / D, d = idx % D;
+    float m_all = kAttnNegBig;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sm_ml[w][g][0]);
+    float l_all = 0.f, a_all = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(sm_ml[w][g][0] - m_all);
+      l_all += sm_ml[w][g][1] * f;
+      a_all += sm_acc[w][g][d] * f;
+    }
+    const int head = kv_head * GROUP + g;
+    if (SPLITS == 1) {
+      p.out[static_cast<size_t>(head) * D + d] = from_float<T>(a_all / l_all);
+    } else {
+      const size_t at = static_cast<size_t>(head) * SPLITS + split;
+      p.partial_acc[at * D + d] = a_all;
+      if (d == 0) {
+        p.partial_ml[at * 2] = m_all;
+        p.partial_ml[at * 2 + 1] = l_all;
+      }
+    }
+  }
+}
+
+// Combine: grid (NH, D/32), 128 threads. Each block rescales the active splits of one head for 32
+// dims: 8 lanes of float4 per split row, 16 split rows in flight.
+template <typename T, int D, int CHUNK, int SPLITS>
+__device__ __forceinline__ void attention_decode_combine(const AttentionDecodeParams<T>& p) {
+  constexpr int kThreads = 128, kCols = 32, kRowsInFlight = kThreads / (kCols / 4);
+  __shared__ float weight[SPLITS];
+  __shared__ float scratch[kThreads / 32];
+  __shared__ float part[kRowsInFlight][kCols + 1];
+  const int head = blockIdx.x, d0 = blockIdx.y * kCols, tid = threadIdx.x;
+  const int len = attention_decode_len(p.pos, p.L);
+  const int chunk = attention_decode_chunk(len, CHUNK, SPLITS);
+  const int splits = (len + chunk - 1) / chunk;
+  const float* ml = p.partial_ml + static_cast<size_t>(head) * SPLITS * 2;  // [SPLITS, 2]
+
+  float m_all = kAttnNegBig;
+  for (int s = tid; s < splits; s += kThreads) m_all = fmaxf(m_all, ml[s * 2]);
+  m_all = warp_max(m_all);
+  if (tid % 32 == 0) scratch[tid / 32] = m_all;
+  __syncthreads();
+  m_all = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kThreads / 32; ++w) m_all = fmaxf(m_all, scratch[w]);
+  __syncthreads();
+  float l_all = 0.f;
+  for (int s = tid; s < splits; s += kThreads) {
+    const float f = exp2f(ml[s * 2] - m_all);
+    weight[s] = f;
+    l_all += ml[s * 2 + 1] * f;
+  }
+  l_all = block_sum<kThreads>(l_all, scratch);  // its barriers also publish weight[]
+
+  const int col4 = tid % (kCols / 4), row = tid / (kCols / 4);
+  const float* acc = p.partial_acc + static_cast<size_t>(head) * SPLITS * D + d0 + col4 * 4;  // [SPLITS, D]
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+  for (int s = row; s < splits; s += kRowsInFlight) {
+    const float4 a = *reinterpret_cast<const float4*>(acc + static_cast<size_t>(s) * D);
+    const float f = weight[s];
+    sum.x = fmaf(a.x, f, sum.x);
+    sum.y = fmaf(a.y, f, sum.y);
+    sum.z = fmaf(a.z, f, sum.z);
+    sum.w = fmaf(a.w, f, sum.w);
+  }
+  part[row][col4 * 4 + 0] = sum.x;
+  part[row][col4 * 4 + 1] = sum.y;
+  part[row][col4 * 4 + 2] = sum.z;
+  part[row][col4 * 4 + 3] = sum.w;
+  __syncthreads();
+  if (tid < kCols) {
+    float total = 0.f;
+#pragma unroll
+    for (int r = 0; r < kRowsInFlight; ++r) total += part[r][tid];
+    p.out[static_cast<size_t>(head) * D + d0 + tid] = from_float<T>(total / l_all);
+  }
+}
+
+}  // namespace ac

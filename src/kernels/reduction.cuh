@@ -1,0 +1,125 @@
+// Reduction family: reduce_sum / reduce_max / reduce_mean / argmax over the last axis of
+// [rows, H], possibly after pointwise ops, one value per row.
+//
+// TPR threads per row stream the row in VEC-column chunks (nothing is kept: each element is used
+// once), accumulate in fp32, and combine across the row with shuffles and, for rows wider than a
+// warp, shared memory. Max propagates NaN; argmax prefers NaN, then the larger value, then the
+// lower index, exactly as the reference interpreter does.
+//
+// Few long rows (argmax over a vocabulary) leave most of the GPU idle with one block per row, so
+// the split form runs two launches: reduce_rows_partial gives each row SPLIT blocks, one slice of
+// columns each, writing a (value, index) partial to the workspace; reduce_rows_combine folds a
+// row's partials with one warp and stores the result.
+#pragma once
+
+#include "rowwise.cuh"
+
+namespace ac {
+
+enum RowReduction { kRowSum = 0, kRowMax = 1, kRowMean = 2, kRowArgmax = 3 };
+
+template <int OP>
+__device__ __forceinline__ void reduce_init(float& acc, int& best) {
+  acc = (OP == kRowMax || OP == kRowArgmax) ? neg_inf() : 0.f;
+  best = 0x7fffffff;
+}
+
+template <int OP>
+__device__ __forceinline__ void reduce_step(float v, int i, float& acc, int& best) {
+  if (OP == kRowSum || OP == kRowMean) acc += v;
+  if (OP == kRowMax) acc = nan_max(acc, v);
+  if (OP == kRowArgmax && argmax_better(v, i, acc, best)) {
+    acc = v;
+    best = i;
+  }
+}
+
+// This thread's share of columns [begin, end) of `row` (begin and end multiples of VEC).
+template <int TPR, int VEC, int OP, typename Program>
+__device__ __forceinline__ void reduce_span(const Program& prog, long long row, int lane, int begin, int end, float& acc,
+                                            int& best) {
+#pragma unroll 4
+  for (int col = begin + lane * VEC; col < end; col += TPR * VEC) {
+    typename Program::Chunk chunk;
+    prog.load(row, col, chunk);
+    prog.pre(row, col, chunk);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) reduce_step<OP>(chunk.x[e], col + e, acc, best);
+  }
+}
+
+// Combines (acc, best) over the TPR threads of a row; every thread of the row gets the result.
+template <int TPR, int ROWS, int OP>
+__device__ __forceinline__ void reduce_across_row(float& acc, int& best, float* scratch_v, int* scratch_i) {
+  if (OP == kRowArgmax) {
+    row_argmax<TPR, ROWS>(acc, best, scratch_v, scratch_i);
+  } else if (OP == kRowMax) {
+    acc = row_allreduce<TPR, ROWS>(acc, scratch_v, MaxOp{});
+  } else {
+    acc = row_allreduce<TPR, ROWS>(acc, scratch_v, SumOp{});
+  }
+}
+
+// One launch: TPR threads per row, ROWS rows per block. Program::store(row, value, index) writes
+// the row's result (index is meaningful for argmax).
+template <int H, int TPR, int VEC, int ROWS, int OP, typename Program>
+__device__ __forceinline__ void reduce_rows(const Program& prog, long long rows) {
+  using G = RowGeometry<TPR, ROWS>;
+  static_assert(H % VEC == 0, "a vector never straddles a row");
+  __shared__ float scratch_v[ROWS * G::kWarpsPerRow];
+  __shared__ int scratch_i[OP == kRowArgmax ? ROWS * G::kWarpsPerRow : 1];
+  const long long row = static_cast<long long>(blockIdx.x) * ROWS + G::row_in_block();
+  const bool active = row < rows;  // inactive threads still join the block's reductions
+  float acc;
+  int best;
+  reduce_init<OP>(acc, best);
+  if (active) reduce_span<TPR, VEC, OP>(prog, row, G::lane(), 0, H, acc, best);
+  reduce_across_row<TPR, ROWS, OP>(acc, best, scratch_v, scratch_i);
+  if (OP == kRowMean) acc = acc / static_cast<float>(H);
+  if (active && G::lane() == 0) prog.store(row, acc, best);
+}
+
+// Split form, launch 1: grid (rows, SPLIT), TPR threads. partial: [rows, SPLIT] (value, index bits).
+template <int H, int TPR, int VEC, int SPLIT, int OP, typename Program>
+__device__ __forceinline__ void reduce_rows_partial(const Program& prog, long long rows, float2* partial) {
+  using S = SplitSlice<H, VEC, SPLIT>;
+  __shared__ float scratch_v[RowGeometry<TPR, 1>::kWarpsPerRow];
+  __shared__ int scratch_i[OP == kRowArgmax ? RowGeometry<TPR, 1>::kWarpsPerRow : 1];
+  const long long row = blockIdx.x;
+  const int split = blockIdx.y;
+  if (row >= rows) return;  // whole block: no barrier is skipped by part of it
+  float acc;
+  int best;
+  reduce_init<OP>(acc, best);
+  reduce_span<TPR, VEC, OP>(prog, row, threadIdx.x, S::begin(split), S::end(split), acc, best);
+  reduce_across_row<TPR, 1, OP>(acc, best, scratch_v, scratch_i);
+  if (threadIdx.x == 0) partial[row * SPLIT + split] = make_float2(acc, __int_as_float(best));
+}
+
+// Split form, launch 2: grid (rows), one warp per row folds the row's SPLIT partials.
+template <int H, int SPLIT, int OP, typename Program>
+__device__ __forceinline__ void reduce_rows_combine(const Program& prog, long long rows, const float2* partial) {
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  float acc;
+  int best;
+  reduce_init<OP>(acc, best);
+  for (int s = threadIdx.x; s < SPLIT; s += 32) {
+    const float2 p = partial[row * SPLIT + s];
+    if (OP == kRowArgmax) {
+      if (argmax_better(p.x, __float_as_int(p.y), acc, best)) {
+        acc = p.x;
+        best = __float_as_int(p.y);
+      }
+    } else if (OP == kRowMax) {
+      acc = nan_max(acc, p.x);
+    } else {
+      acc += p.x;
+    }
+  }
+  reduce_across_row<32, 1, OP>(acc, best, nullptr, nullptr);
+  if (OP == kRowMean) acc = acc / static_cast<float>(H);
+  if (threadIdx.x == 0) prog.store(row, acc, best);
+}
+
+}  // namespace ac

@@ -1,0 +1,157 @@
+// RoPE + QK-norm + KV-append family: the per-head work between the QKV projection and attention,
+// in one pass over q, k and v.
+//
+// A region is up to three streams (q, k, v as the analyzer forms them), each a [T, H, D] input
+// that may go through a per-head rmsnorm (QK-norm, weight [D]), then rotate-half RoPE, and ends in
+// an output [T, H, D] and/or a KV-cache append (rows [pos, pos+T) of a [L, H, D] state). Rows
+// (token, stream, head) are laid out token-major; a row is handled by D/2/VEC lanes, each owning
+// VEC consecutive elements of the first half and the matching VEC of the second half, which is
+// exactly what rotate-half pairs up, so no data crosses lanes except the rmsnorm sum.
+// Angles: float(pos+t) * inv_freq in float32 (inv_freq is the interpreter's table, rendered as
+// literals), reduced to [-pi, pi] in double so the hardware sin/cos stays accurate at positions
+// of 40k and more (--use_fast_math would otherwise turn sincosf into __sincosf on the full angle).
+#pragma once
+
+#include "common.cuh"
+
+namespace ac {
+
+template <typename T>
+struct RopeKvStream {
+  const T* x;       // [T, H, D]
+  const T* norm_w;  // [D] QK-norm weight, or null for no norm
+  T* out;           // [T, H, D], or null when the stream only feeds the cache
+  T* cache;         // [L, H, D] state written at rows pos+t, or null
+  int heads;
+  int rope;         // 1: rotate-half RoPE
+};
+
+template <typename T>
+struct RopeKvParams {
+  RopeKvStream<T> s[3];
+  const int* pos;          // i32 scalar in device memory: the first position of the call
+  const float* inv_freq;   // [D/2], or null when no stream is rotated
+  float eps;               // rmsnorm epsilon
+  int tokens;              // T of the call
+  int L;                   // cache rows
+};
+
+// VEC 16-bit values as one 4-, 8- or 16-byte access.
+template <int VEC> struct RawVec;
+template <> struct RawVec<2> { using type = unsigned int; };
+template <> struct RawVec<4> { using type = uint2; };
+template <> struct RawVec<8> { using type = uint4; };
+
+template <typename T, int VEC>
+__device__ __forceinline__ void load_vec(const T* ptr, float (&out)[VEC]) {
+  using Raw = typename RawVec<VEC>::type;
+  Raw raw = *reinterpret_cast<const Raw*>(ptr);
+  const T* h = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) out[i] = to_float(h[i]);
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void store_vec(T* ptr, const float (&in)[VEC]) {
+  using Raw = typename RawVec<VEC>::type;
+  Raw raw;
+  T* h = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) h[i] = from_float<T>(in[i]);
+  *reinterpret_cast<Raw*>(ptr) = raw;
+}
+
+// cos/sin of a float angle of any size: exact-enough reduction to [-pi, pi] in double (angles are
+// below 2^24, so k has at most 22 bits and k * 2pi keeps ~30 bits of margin), then sin/cos there.
+__device__ __forceinline__ void rope_sincos(float angle, float* s, float* c) {
+  const double a = static_cast<double>(angle);
+  const double k = rint(a * 0.15915494309189535);  // 1 / (2 pi)
+  const float r = static_cast<float>(fma(-k, 6.283185307179586, a));
+  __sincosf(r, s, c);
+}
+
+template <typename T, int D, int VEC, int THREADS, int STREAMS>
+__device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
+  constexpr int kHalf = D / 2;
+  constexpr int kLanes = kHalf / VEC;           // lanes per row
+  constexpr int kRowsPerBlock = THREADS / kLanes;
+  static_assert(kHalf % VEC == 0 && 32 % kLanes == 0, "a row's lanes must tile a warp");
+
+  int heads_per_token = 0;
+#pragma unroll
+  for (int s = 0; s < STREAMS; ++s) heads_per_token += p.s[s].heads;
+  const int rows = p.tokens * heads_per_token;
+  const int row = blockIdx.x * kRowsPerBlock + static_cast<int>(threadIdx.x) / kLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const bool active = row < rows;
+  const int pos = *p.pos;
+
+  // Which stream and head this row is.
+  const int t = active ? row / heads_per_token : 0;
+  int head = active ? row % heads_per_token : 0;
+  int stream = 0;
+#pragma unroll
+  for (int s = 0; s < STREAMS - 1; ++s)
+    if (stream == s && head >= p.s[s].heads) {
+      head -= p.s[s].heads;
+      stream = s + 1;
+    }
+  RopeKvStream<T> st = p.s[0];  // selected by constant indices, so it stays in registers
+#pragma unroll
+  for (int s = 1; s < STREAMS; ++s)
+    if (stream == s) st = p.s[s];
+  const size_t src_row = (static_cast<size_t>(t) * st.heads + head) * D;  // into [T, H, D]
+  const int i0 = lane * VEC;
+
+  float x1[VEC], x2[VEC];
+  if (active) {
+    load_vec<T, VEC>(st.x + src_row + i0, x1);
+    load_vec<T, VEC>(st.x + src_row + kHalf + i0, x2);
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) x1[i] = x2[i] = 0.f;
+  }
+
+  // QK-norm: every lane takes part in the row sum (rows of different streams share a warp).
+  float squares = 0.f;
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) squares += x1[i] * x1[i] + x2[i] * x2[i];
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
+  if (!active) return;
+  if (st.norm_w) {
+    const float inv = rsqrtf(squares * (1.f / D) + p.eps);
+    float w1[VEC], w2[VEC];
+    load_vec<T, VEC>(st.norm_w + i0, w1);
+    load_vec<T, VEC>(st.norm_w + kHalf + i0, w2);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      x1[i] = w1[i] * (x1[i] * inv);
+      x2[i] = w2[i] * (x2[i] * inv);
+    }
+  }
+
+  if (st.rope) {
+    const float position = static_cast<float>(pos + t);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      float s, c;
+      rope_sincos(position * p.inv_freq[i0 + i], &s, &c);
+      const float a = x1[i], b = x2[i];
+      x1[i] = a * c - b * s;
+      x2[i] = b * c + a * s;
+    }
+  }
+
+  if (st.out) {
+    store_vec<T, VEC>(st.out + src_row + i0, x1);
+    store_vec<T, VEC>(st.out + src_row + kHalf + i0, x2);
+  }
+  if (st.cache && pos + t < p.L) {
+    T* dst = st.cache + (static_cast<size_t>(pos + t) * st.heads + head) * D;  // row of [L, H, D]
+    store_vec<T, VEC>(dst + i0, x1);
+    store_vec<T, VEC>(dst + kHalf + i0, x2);
+  }
+}
+
+}  // namespace ac

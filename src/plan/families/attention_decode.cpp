@@ -1,0 +1,234 @@
+// Decode attention family (src/kernels/attention_decode.cuh): attention regions of one query token
+// over the KV cache. Two variants: split-KV flash decoding (a split launch over (SPLITS, KV) blocks
+// whose active count follows the runtime length, then a combine launch) and a single launch of KV
+// blocks for short contexts, which is also the fallback (no workspace, one kernel).
+// codegen/renderers/attention_decode.cpp writes the source.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <sstream>
+
+#include "plan/families.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+using ir::OpKind;
+
+// Registers a lane needs, an upper bound fitted to ptxas on sm_90a (group 2: 64-95, group 4:
+// 120-165 for unroll 2-8): q and the accumulators (8 floats each per query head) and the in-flight
+// K/V lines (twice as many with prefetch).
+int64_t estimated_registers(int64_t group, int64_t unroll, bool prefetch = false) {
+  return 24 * group + 8 * unroll * (prefetch ? 2 : 1) + 10;
+}
+
+// Measured on H200 (Qwen3 bf16, 30k keys, tests/gpu/attention_decode_test.cpp): 8 lines in flight
+// per lane beat 16 by ~15% (u4 40.3 us, u8 45-47 us); 256-thread blocks beat 128 by ~10% at the
+// same depth; the pipelined step (prefetch) measured ~1% behind the plain one at equal depth.
+double depth_prior(int64_t unroll, bool prefetch) {
+  const int64_t lines = 2 * unroll * (prefetch ? 2 : 1);
+  const double by_lines = lines <= 2 ? 0.8 : lines == 4 ? 0.93 : lines == 8 ? 1.0 : 0.88;
+  return by_lines * (prefetch ? 0.99 : 1.0);
+}
+double threads_prior(int64_t threads) { return threads == 256 ? 1.0 : threads == 512 ? 0.97 : 0.92; }
+
+// Unrolls worth trying: 1 only where the query heads of a group crowd the registers.
+bool unroll_considered(int64_t group, int unroll) { return unroll > 1 || group > 4; }
+
+int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return threads / 32 * group * (D + 2) * 4; }
+
+struct Schedule {
+  int64_t threads, unroll, chunk, splits;
+  bool prefetch = false;
+};
+
+struct Estimate {
+  double us = 0;        // estimated time of the candidate
+  double ideal_us = 0;  // K/V bytes at full bandwidth plus one launch
+  int64_t blocks = 0;   // blocks that do work
+};
+
+// A rough time model for ranking only (measurement decides): the K/V bytes stream at the device
+// bandwidth scaled by how much of the ~32 KiB per SM of loads in flight that bandwidth needs the
+// running blocks keep issued and by the idle part of a last partial wave; a dependent chain of
+// steps per block costs ~0.5 us each; the split variant adds a second launch (~2 us: measured at
+// 77 keys, single 5.3 us against split 7.3 us) and the partials it writes and reads.
+Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s, int64_t len) {
+  const int64_t KV = m.facts.at("KV"), D = m.facts.at("D"), NH = m.facts.at("NH"), group = m.facts.at("group");
+  const double bandwidth = device.memory_bandwidth_gbs * 1e3;  // bytes per us
+  const double bytes = 2.0 * static_cast<double>(len * KV * D * 2);
+  int64_t splits = 1, keys = len;
+  if (s.splits > 1) {
+    keys = std::max<int64_t>(s.chunk, ((len + s.splits - 1) / s.splits + 15) / 16 * 16);
+    splits = (len + keys - 1) / keys;
+  }
+  Estimate e;
+  e.blocks = KV * splits;
+  const int64_t registers = (estimated_registers(group, s.unroll, s.prefetch) + 7) / 8 * 8;
+  const int64_t resident = std::max<int64_t>(1, std::min({device.max_threads_per_sm / s.threads,
+                                                          device.registers_per_sm / (s.threads * registers),
+                                                          device.shared_per_sm / split_shared_bytes(group, D, s.threads),
+                                                          int64_t{32}}));
+  const double blocks_per_sm = std::min<double>(static_cast<double>(resident),
+                                                static_cast<double>(e.blocks) / device.multiprocessors);
+  const double waves = std::ceil(static_cast<double>(e.blocks) / static_cast<double>(resident * device.multiprocessors));
+  const double in_flight = blocks_per_sm * static_cast<double>(s.threads * 2 * s.unroll * (s.prefetch ? 2 : 1) * 16);
+  double efficiency = std::min(1.0, in_flight / (32.0 * 1024));
+  // A partial last wave idles SMs (measured at 30k: 504 blocks over 2 waves 13% behind 256 in one).
+  if (waves > 1) efficiency *= 0.5 + 0.5 * static_cast<double>(e.blocks) / (waves * static_cast<double>(resident * device.multiprocessors));
+  const int64_t keys_per_step = s.threads / (D / 8) * s.unroll;
+  const double chain_us = 1.5 + 0.5 * static_cast<double>((keys + keys_per_step - 1) / keys_per_step);
+  e.us = std::max(bytes / (bandwidth * efficiency), waves * chain_us) + 2.0;
+  if (s.splits > 1) e.us += 2.0 + 2.0 * static_cast<double>(NH * splits * (D + 2) * 4) / bandwidth;
+  e.ideal_us = bytes / bandwidth + 2.0;
+  return e;
+}
+
+class AttentionDecodeFamily final : public TemplateFamily {
+ public:
+  std::string name() const override { return "attention_decode"; }
+  std::string template_file() const override { return "attention_decode.cuh"; }
+
+  std::optional<Match> match(const RegionContext& ctx) const override {
+    if (ctx.region->kind != analysis::RegionKind::kAttention || ctx.size() != 1) return std::nullopt;
+    const ir::Node& n = ctx.node(0);
+    if (n.op != OpKind::kAttention || n.operands.size() != 4) return std::nullopt;
+    const auto& q = ctx.function->type(n.operands[0]);  // [1, NH, D]
+    const auto& k = ctx.function->type(n.operands[1]);  // [L, KV, D]
+    const auto& v = ctx.function->type(n.operands[2]);  // [L, KV, D]
+    if (q.shape.size() != 3 || k.shape.size() != 3 || k != v) return std::nullopt;
+    if (!q.shape[0].is_static() || q.shape[0].value != 1) return std::nullopt;  // one query token
+    if (!q.shape[1].is_static() || !q.shape[2].is_static() || !k.shape[1].is_static() || k.shape[2] != q.shape[2])
+      return std::nullopt;
+    if (q.dtype != k.dtype || (q.dtype != ir::DType::kF16 && q.dtype != ir::DType::kBF16)) return std::nullopt;
+    const int64_t NH = q.shape[1].value, KV = k.shape[1].value, D = q.shape[2].value;
+    if (KV <= 0 || NH % KV != 0 || NH / KV > 8) return std::nullopt;
+    if (D != 64 && D != 128 && D != 256) return std::nullopt;  // D/8 lanes per key row must tile a warp
+
+    Match m;
+    m.variant = "gqa";
+    m.dtype = q.dtype;
+    m.out_dtype = ctx.function->type(n.result).dtype;
+    if (m.out_dtype != m.dtype) return std::nullopt;
+    m.roles["q"] = ctx.slot_of(n.operands[0]);
+    m.roles["k"] = ctx.slot_of(n.operands[1]);
+    m.roles["v"] = ctx.slot_of(n.operands[2]);
+    m.roles["pos"] = ctx.slot_of(n.operands[3]);
+    m.roles["out"] = ctx.slot_of(n.result);
+    for (const auto& [role, slot] : m.roles)
+      if (slot.empty()) return std::nullopt;
+    m.facts["NH"] = NH;
+    m.facts["KV"] = KV;
+    m.facts["D"] = D;
+    m.facts["group"] = NH / KV;
+    m.facts["scale_f32_bits"] = std::bit_cast<int32_t>(static_cast<float>(n.float_attr("scale", 1.0 / std::sqrt(static_cast<double>(D)))));
+    return m;
+  }
+
+  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+    std::vector<Choice> out;
+    const int64_t group = m.facts.at("group"), D = m.facts.at("D");
+    auto fits = [&](int64_t threads, int64_t unroll, bool prefetch = false) {
+      const int64_t registers = estimated_registers(group, unroll, prefetch);
+      return threads <= device.max_threads_per_block && split_shared_bytes(group, D, threads) <= 48 * 1024 &&
+             registers <= std::min<int64_t>(device.max_registers_per_thread, 200) &&
+             registers * threads <= device.registers_per_sm;
+    };
+    // Lengths the heuristic weighs: a short, a medium and a long context.
+    constexpr int64_t kLengths[] = {1024, 4096, 32768};
+    auto score_of = [&](const Schedule& s, std::ostringstream& note) {
+      double sum = 0;
+      for (int64_t len : kLengths) {
+        const Estimate e = estimate(m, device, s, len);
+        sum += e.ideal_us / e.us;
+        note << (len >= 1024 ? std::to_string(len / 1024) + "k" : std::to_string(len)) << ": " << e.blocks << " blocks, ~"
+             << static_cast<int>(e.us * 10) / 10.0 << " us; ";
+      }
+      return sum / static_cast<double>(std::size(kLengths));
+    };
+    for (int threads : {128, 256, 512}) {
+      for (int unroll : {1, 2, 4, 8}) {
+        for (int prefetch : {0, 1}) {
+          if (!unroll_considered(group, unroll) || !fits(threads, unroll, prefetch)) continue;
+          if (prefetch && unroll == 8) continue;  // 32 lines in flight per lane: past what helps
+          const int64_t keys_per_step = threads / (D / 8) * unroll;
+          // Split-KV: keys per split at least `chunk`, at most `splits` splits per kv head.
+          for (int chunk : {32, 64, 128, 256}) {
+            if (chunk < keys_per_step / 2) continue;  // most of the block would idle on its only step
+            for (int splits : {32, 64, 128, 256}) {
+              Choice c;
+              c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", chunk}, {"splits", splits}};
+              std::ostringstream note;
+              note << "split-KV, " << 2 * unroll * (prefetch ? 2 : 1) << " 16-byte loads in flight per lane"
+                   << (prefetch ? " (pipelined)" : "") << "; ";
+              c.score = score_of(Schedule{threads, unroll, chunk, splits, prefetch != 0}, note) *
+                        depth_prior(unroll, prefetch) * threads_prior(threads);
+              c.notes.push_back(note.str());
+              out.push_back(std::move(c));
+            }
+          }
+        }
+      }
+    }
+    // One launch of KV blocks that read every key: no combine, no workspace; for short contexts.
+    const int fallback_unroll = fits(128, 2) ? 2 : 1;
+    for (int threads : {128, 256, 512}) {
+      for (int unroll : {1, 2, 4}) {
+        if (!(unroll_considered(group, unroll) || unroll == fallback_unroll) || !fits(threads, unroll)) continue;
+        Choice c;
+        c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", 0}, {"chunk", 0}, {"splits", 1}};
+        std::ostringstream note;
+        note << "single launch; ";
+        c.score = score_of(Schedule{threads, unroll, 0, 1}, note);
+        c.notes.push_back(note.str());
+        if (threads == 128 && unroll == fallback_unroll) {
+          c.params["fallback"] = 1;
+          c.notes.push_back("fallback: one kernel, no workspace");
+        }
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+
+  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+    std::ostringstream name;
+    const bool split = p.at("splits") > 1;
+    name << "attention_decode_" << (split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH")
+         << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << "_t" << p.at("threads") << "_u" << p.at("unroll")
+         << (p.at("prefetch") ? "p" : "");
+    if (split) name << "_c" << p.at("chunk") << "_s" << p.at("splits");
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
+    Launch main;
+    main.kernel = kernel_name(m, p);
+    main.grid_x = Extent{0, p.at("splits"), 1};
+    main.grid_y = Extent{0, m.facts.at("KV"), 1};
+    main.block_x = static_cast<int>(p.at("threads"));
+    if (p.at("splits") == 1) return {main};
+    Launch combine;
+    combine.kernel = main.kernel + "_combine";
+    combine.grid_x = Extent{0, m.facts.at("NH"), 1};
+    combine.grid_y = Extent{0, m.facts.at("D") / 32, 1};
+    combine.block_x = 128;
+    return {main, combine};
+  }
+
+  // Partials of the split launch: [NH, SPLITS, D] accumulators, then [NH, SPLITS, 2] max and sum.
+  int64_t workspace_bytes_fixed(const Match& m, const ParamSet& p) const override {
+    const int64_t splits = p.at("splits");
+    return splits > 1 ? m.facts.at("NH") * splits * (m.facts.at("D") + 2) * 4 : 0;
+  }
+};
+
+}  // namespace
+
+const TemplateFamily& attention_decode_family() {
+  static const AttentionDecodeFamily family;
+  return family;
+}
+
+}  // namespace agentcompile::plan

@@ -1,0 +1,100 @@
+// Elementwise family (src/kernels/elementwise.cuh): fusion regions made only of pointwise ops
+// (add, sub, mul, div, silu, exp, neg, cast) with numpy broadcasting, as a generated row program
+// over [rows, cols]; vectorized along the columns whenever cols allows.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "plan/families.h"
+#include "plan/families/row_program.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+class ElementwiseFamily final : public TemplateFamily {
+ public:
+  std::string name() const override { return "elementwise"; }
+  std::string template_file() const override { return "elementwise.cuh"; }
+
+  std::optional<Match> match(const RegionContext& ctx) const override {
+    auto program = analyze_row_program(ctx);
+    if (!program || program->has_row_op() || program->stores.empty()) return std::nullopt;
+    Match m;
+    m.variant = "chain";
+    m.dtype = program->dtype();
+    m.out_dtype = program->stores.front().dtype;
+    encode_row_program(*program, m);
+    return m;
+  }
+
+  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+    const RowProgram p = decode_row_program(m);
+    const int max_vec = p.max_vector();
+    const double elements = static_cast<double>(p.typical_rows()) * static_cast<double>(p.cols);
+    // Threads the machine holds at once: below that the whole chain is one wave and latency rules.
+    const bool small = elements < static_cast<double>(device.multiprocessors) * device.max_threads_per_sm;
+    std::vector<Choice> out;
+    // Vectors where the row length allows; scalar accesses (with the fallback's geometry left to
+    // the fallback) where it does not.
+    std::vector<int> vecs;
+    for (int vec : {max_vec, max_vec / 2})
+      if (vec >= 2 && p.cols % vec == 0) vecs.push_back(vec);
+    if (vecs.empty()) vecs.push_back(1);
+    for (int vec : vecs) {
+      for (int threads : {128, 256, 512}) {
+        if (threads > device.max_threads_per_block) continue;
+        for (int unroll : {1, 2, 4}) {
+          const double blocks = std::ceil(elements / (static_cast<double>(vec) * threads * unroll));
+          if (unroll > 1 && blocks < 1.5) continue;  // one block already covers everything
+          if (vec == 1 && threads == 256 && unroll == 1) continue;  // that is the fallback
+          Choice c;
+          c.params = {{"threads", threads}, {"vec", vec}, {"unroll", unroll}};
+          const double vec_pref = vec == max_vec ? 1.0 : vec * 2 == max_vec ? 0.85 : 0.6;
+          const double unroll_pref = small ? (unroll == 1 ? 1.0 : unroll == 2 ? 0.95 : 0.9)
+                                           : (unroll == 2 ? 1.0 : unroll == 4 ? 0.98 : 0.96);
+          const double threads_pref = threads == 256 ? 1.0 : threads == 128 ? 0.98 : 0.97;
+          const double fill = small ? 1.0 : std::min(1.0, blocks / (2.0 * device.multiprocessors));
+          c.score = vec_pref * unroll_pref * threads_pref * fill;
+          c.notes.push_back(std::to_string(static_cast<long long>(blocks)) + " blocks at " +
+                            std::to_string(p.typical_rows()) + " rows; " + std::to_string(unroll * vec) +
+                            " elements per thread" + (small ? "; one wave: latency-bound" : ""));
+          out.push_back(std::move(c));
+        }
+      }
+    }
+    Choice fallback;
+    fallback.params = {{"threads", 256}, {"vec", 1}, {"unroll", 1}, {"fallback", 1}};
+    fallback.score = 0.01;
+    fallback.notes = {"conservative fallback: one element per thread, no alignment assumed"};
+    out.push_back(std::move(fallback));
+    return out;
+  }
+
+  std::string kernel_name(const Match& m, const ParamSet& params) const override {
+    const RowProgram p = decode_row_program(m);
+    std::ostringstream name;
+    name << "elementwise_" << p.ops_tag() << "_" << dtype_tag(m.dtype) << "_c" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_" << row_program_digest(m)
+         << "_t" << params.at("threads") << "_v" << params.at("vec") << "_u" << params.at("unroll");
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
+    const int64_t per_row = m.facts.at("cols") / params.at("vec");
+    Launch launch;
+    launch.kernel = kernel_name(m, params);
+    launch.grid_x = Extent{m.facts.at("rows_per_token") * per_row, m.facts.at("rows_fixed") * per_row,
+                           params.at("threads") * params.at("unroll")};
+    launch.block_x = static_cast<int>(params.at("threads"));
+    return {launch};
+  }
+};
+
+}  // namespace
+
+const TemplateFamily& elementwise_family() {
+  static const ElementwiseFamily family;
+  return family;
+}
+
+}  // namespace agentcompile::plan

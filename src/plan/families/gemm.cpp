@@ -1,0 +1,302 @@
+// Prefill GEMM family (src/kernels/gemm.cuh): matmul regions over T tokens (or a static row count,
+// such as the lm_head's last row) with the plain, cast, residual-add, gate/up SiLU·mul and
+// multi-segment (fused QKV) epilogues. Planning side: matching, the parameter space, a cost model
+// that ranks tile shapes without knowing T, and launch geometry (grids that grow with T).
+// codegen/renderers/gemm.cpp writes the source.
+//
+// Cost model (per candidate, at T = 512, 1024 and 2048 when T is symbolic, at M when it is static):
+// a block's main loop runs at the SM's mma.sync rate, limited by the shared-memory bytes its warp
+// tile reads per FLOP (ldmatrix) and the L2 bytes its block tile reads per FLOP, and discounted for
+// few resident warps or a shallow pipeline; blocks run in waves of (SMs x resident blocks), so a
+// grid that leaves the last wave mostly empty pays for a full one (wave quantization). The score is
+// the ideal time (FLOPs at that rate, or bytes at memory bandwidth, whichever is longer) over the
+// estimate, averaged over the T values, so tiles too large for short prompts rank lower.
+//
+// Measured on an H200 (Qwen3-1.7B prefill, T = 2048, f16; tests/gpu/gemm_test.cpp): the best
+// candidates ran fused QKV at 415 TFLOP/s (128x128x64, 2x2 warps, 3 stages), o_proj + residual at
+// 296 (128x128x32, 2x2, 4), gate/up + SiLU·mul at 433 (128x64x64 per matrix, 2x2, 3) and
+// down + residual at 352 (64x128x64, 2x2, 4). Blocks of four warps with 64x64 warp tiles (A
+// fragments shared by gate and up count double), two resident per SM, were consistently best.
+// Small T is latency-bound (T = 37: 15-85 TFLOP/s, too few column tiles to fill the SMs).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "plan/families.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+using ir::OpKind;
+
+// Per SM and clock. mma.sync on Hopper reaches ~65% of the wgmma peak (4096 FLOP/clk/SM dense f16).
+constexpr double kMmaFlopsPerClock = 2600;
+constexpr double kSmemBytesPerClock = 128;
+constexpr double kL2BytesPerClock = 64;
+constexpr double kSimtFlopsPerClock = 256 * 0.5;  // 128 FP32 FMA lanes, half of it sustained
+constexpr double kClockGhz = 1.75;
+
+struct TileShape {
+  int64_t bm, bn, bk, warps_m, warps_n, stages, mats;
+  int64_t threads() const { return warps_m * warps_n * 32; }
+  int64_t warp_m() const { return bm / warps_m; }
+  int64_t warp_n() const { return bn / warps_n; }
+  int64_t accumulators() const { return (warp_m() / 16) * (warp_n() / 8) * 4 * mats; }
+  int64_t shared_bytes() const { return stages * (bm + mats * bn) * bk * 2; }
+  // Accumulators, double-buffered A and W fragments, copy offsets and indices (fitted to ptxas on
+  // sm_90a: ~150 for a 64x32 warp tile, 235-255 for 64x64).
+  int64_t registers() const {
+    const int64_t r = accumulators() + (warp_m() / 16) * 4 + (warp_n() / 8) * 2 + 56 + (accumulators() >= 128 ? 24 : 0);
+    return std::min<int64_t>(255, (r + 7) / 8 * 8);
+  }
+};
+
+int64_t resident_blocks(const TileShape& s, const DeviceProfile& device) {
+  int64_t by_threads = device.max_threads_per_sm / s.threads();
+  int64_t by_regs = device.registers_per_sm / (s.registers() * s.threads());
+  int64_t by_shared = device.shared_per_sm / (s.shared_bytes() + 1024);  // 1 KB reserved per block
+  return std::max<int64_t>(0, std::min({by_threads, by_regs, by_shared, int64_t{32}}));
+}
+
+struct Estimate {
+  double seconds = 0;
+  int64_t tiles = 0;
+  int64_t waves = 0;
+  double last_wave = 0;  // fraction of the last wave's slots that hold a block
+};
+
+Estimate estimate_mma(const TileShape& s, int64_t blocks_per_sm, int64_t M, int64_t N, int64_t K, const DeviceProfile& device) {
+  const double mt = static_cast<double>(s.warp_m() / 16), nt = static_cast<double>(s.warp_n() / 8);
+  // ldmatrix.x4 (512 bytes) per 16-wide k step: one per A 16x16 tile, one per two W 8-column tiles.
+  const double smem_per_flop = 512.0 * (mt + nt * s.mats / 2) / (4096.0 * mt * nt * s.mats);
+  const double l2_per_flop = static_cast<double>(s.bm + s.mats * s.bn) / static_cast<double>(s.bm * s.bn * s.mats);
+  // Clocks per FLOP of the three pipes; the busiest sets the pace and the others still cost some.
+  const double pipes[3] = {1.0 / kMmaFlopsPerClock, smem_per_flop / kSmemBytesPerClock, l2_per_flop / kL2BytesPerClock};
+  const double busiest = std::max({pipes[0], pipes[1], pipes[2]});
+  double rate = 1.0 / (busiest + 0.5 * (pipes[0] + pipes[1] + pipes[2] - busiest));
+  // Latency hiding: resident warps, and whether another block runs while one waits at a barrier
+  // (fitted to H200 measurements: one block of 8 warps ran ~15% slower than two of 4).
+  const int64_t warps = blocks_per_sm * s.warps_m * s.warps_n;
+  rate *= warps >= 8 ? 1.0 : 0.8;
+  rate *= blocks_per_sm >= 2 ? 1.0 : 0.85;
+  // Copies in flight, in k elements: (STAGES - 1) x BK (three stages of 64 ran ~3% ahead of four
+  // of 32, which ran ~3% ahead of three of 32).
+  const int64_t depth = (s.stages - 1) * s.bk;
+  rate *= depth >= 128 ? 1.0 : depth >= 96 ? 0.97 : 0.94;
+  // Square-ish warp grids (2x2, 2x4, 4x2) ran 4-7% ahead of 4x1 and 1x4 with the same tiles.
+  rate *= s.warps_m == 4 * s.warps_n || s.warps_n == 4 * s.warps_m ? 0.95 : 1.0;
+  Estimate e;
+  const int64_t tiles_n = (N + s.bn - 1) / s.bn;
+  e.tiles = (M + s.bm - 1) / s.bm * tiles_n;
+  const int64_t slots = blocks_per_sm * device.multiprocessors;
+  e.waves = (e.tiles + slots - 1) / slots;
+  e.last_wave = static_cast<double>(e.tiles - (e.waves - 1) * slots) / static_cast<double>(slots);
+  // A block shares its SM with blocks_per_sm - 1 others; the pipeline fill costs ~2 k steps and
+  // each k step a barrier bubble (~400 clocks measured, hidden by the other resident blocks).
+  const double k_steps = static_cast<double>(K / s.bk + 2);
+  const double step_clocks = 2.0 * s.bm * s.bn * s.mats * s.bk / (rate / blocks_per_sm) + 400.0 / blocks_per_sm;
+  const double block_seconds = k_steps * step_clocks / (kClockGhz * 1e9);
+  e.seconds = static_cast<double>(e.waves) * block_seconds;
+  return e;
+}
+
+double ideal_seconds(int64_t M, int64_t N, int64_t K, int64_t mats, const DeviceProfile& device) {
+  const double flops = 2.0 * M * N * K * mats;
+  const double bytes = 2.0 * (M * K + mats * N * K + M * N);
+  return std::max(flops / (kMmaFlopsPerClock * device.multiprocessors * kClockGhz * 1e9),
+                  bytes / (device.memory_bandwidth_gbs * 1e9));
+}
+
+std::string percent(double v) { return std::to_string(static_cast<int>(std::lround(100 * v))) + "%"; }
+
+class GemmFamily final : public TemplateFamily {
+ public:
+  std::string name() const override { return "gemm"; }
+  std::string template_file() const override { return "gemm.cuh"; }
+
+  std::optional<Match> match(const RegionContext& ctx) const override {
+    if (ctx.region->kind != analysis::RegionKind::kMatmul) return std::nullopt;
+    size_t linears = 0;
+    while (linears < ctx.size() && ctx.node(static_cast<int>(linears)).op == OpKind::kLinear) ++linears;
+    if (linears == 0 || linears > 3) return std::nullopt;
+    const ir::Node& first = ctx.node(0);
+    const auto& x_type = ctx.function->type(first.operands[0]);
+    if (x_type.shape.size() != 2 || !x_type.shape[1].is_static()) return std::nullopt;
+    const ir::Dim rows = x_type.shape[0];
+    if (!rows.is_static() && rows.symbol != ir::Symbol::kT) return std::nullopt;
+
+    Match m;
+    m.dtype = x_type.dtype;
+    m.out_dtype = m.dtype;
+    if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16) return std::nullopt;
+    const int64_t K = x_type.shape[1].value;
+    if (K % 16 != 0) return std::nullopt;
+    m.facts["K"] = K;
+    if (rows.is_static()) m.facts["M"] = rows.value;  // absent: M = T at launch
+    m.roles["x"] = ctx.slot_of(first.operands[0]);
+    int64_t total = 0;
+    for (size_t i = 0; i < linears; ++i) {
+      const ir::Node& lin = ctx.node(static_cast<int>(i));
+      if (lin.operands[0] != first.operands[0]) return std::nullopt;  // horizontal fusion reads one input
+      const std::string s = std::to_string(i);
+      m.roles["w" + s] = ctx.slot_of(lin.operands[1]);
+      if (lin.operands.size() == 3) m.roles["b" + s] = ctx.slot_of(lin.operands[2]);
+      const int64_t cols = ctx.function->type(lin.result).shape[1].value;
+      if (cols % 8 != 0) return std::nullopt;  // column pairs never straddle an edge
+      m.facts["cols" + s] = cols;
+      total += cols;
+      m.roles["y" + s] = ctx.slot_of(lin.result);
+    }
+    m.facts["N"] = total;
+
+    const size_t rest = ctx.size() - linears;
+    if (rest == 0) {
+      m.variant = linears == 1 ? "plain" : "multi";
+    } else if (rest == 1 && linears == 1 && ctx.node(1).op == OpKind::kCast) {
+      m.variant = "plain";
+      m.out_dtype = ctx.function->type(ctx.node(1).result).dtype;
+      m.roles["y0"] = ctx.slot_of(ctx.node(1).result);
+    } else if (rest == 1 && linears == 1 && ctx.node(1).op == OpKind::kAdd) {
+      const ir::Node& add = ctx.node(1);
+      const int mine = add.operands[0] == first.result ? 0 : add.operands[1] == first.result ? 1 : -1;
+      if (mine < 0) return std::nullopt;
+      const ir::ValueId other = add.operands[static_cast<size_t>(1 - mine)];
+      if (ctx.function->type(other).shape != ctx.function->type(add.result).shape) return std::nullopt;  // no broadcast
+      if (ctx.function->type(other).dtype != m.dtype || ctx.function->type(add.result).dtype != m.dtype) return std::nullopt;
+      m.variant = "residual";
+      m.roles["residual"] = ctx.slot_of(other);
+      m.roles["y0"] = ctx.slot_of(add.result);
+    } else if (rest == 2 && linears == 2 && ctx.node(2).op == OpKind::kSilu && ctx.node(3).op == OpKind::kMul) {
+      const ir::Node& silu = ctx.node(2);
+      const ir::Node& mul = ctx.node(3);
+      const ir::ValueId up = ctx.node(1).result;
+      if (silu.operands[0] != first.result) return std::nullopt;
+      const bool wired = (mul.operands[0] == silu.result && mul.operands[1] == up) ||
+                         (mul.operands[1] == silu.result && mul.operands[0] == up);
+      if (!wired) return std::nullopt;
+      if (m.facts["cols0"] != m.facts["cols1"]) return std::nullopt;
+      if (ctx.function->type(mul.result).dtype != m.dtype) return std::nullopt;
+      m.variant = "gate_up";
+      m.facts["N"] = m.facts["cols0"];
+      m.roles["y0"] = ctx.slot_of(mul.result);
+      m.roles.erase("y1");
+    } else {
+      return std::nullopt;
+    }
+    for (const auto& [role, slot] : m.roles)
+      if (slot.empty()) return std::nullopt;  // a role is not on the interface: not this family's shape
+    const size_t outputs = m.variant == "multi" ? linears : 1;
+    if (ctx.region->outputs.size() != outputs) return std::nullopt;  // an intermediate escapes the region
+    return m;
+  }
+
+  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+    std::vector<Choice> out;
+    const int64_t K = m.facts.at("K"), N = m.facts.at("N");
+    const int64_t mats = m.variant == "gate_up" ? 2 : 1;
+    const bool static_rows = m.facts.count("M") > 0;
+    const std::vector<int64_t> rows_at = static_rows ? std::vector<int64_t>{m.facts.at("M")} : std::vector<int64_t>{512, 1024, 2048};
+    // A block stays inside one segment: every segment but the last is a multiple of its columns.
+    auto segments_fit = [&](int64_t bn) {
+      if (m.variant != "multi") return true;
+      for (int s = 0; s < 2; ++s) {
+        const std::string key = "cols" + std::to_string(s + 1);
+        if (m.facts.count(key) && m.facts.at("cols" + std::to_string(s)) % bn != 0) return false;
+      }
+      return true;
+    };
+    // Small static row counts (one token) belong to the GEMV family; stay in the space, ranked below it.
+    const double small_rows = static_rows && m.facts.at("M") < 16 ? 0.5 : 1.0;
+
+    for (int64_t bm : {32, 64, 128, 256})
+      for (int64_t bn : {64, 128, 256})
+        for (int64_t bk : {32, 64})
+          for (auto [wm, wn] : {std::pair<int64_t, int64_t>{2, 2}, {2, 4}, {4, 2}, {1, 4}, {4, 1}})
+            for (int64_t stages : {3, 4}) {  // two stages leave one k tile to hide a load
+              const TileShape s{bm, bn, bk, wm, wn, stages, mats};
+              if (K % bk != 0 || !segments_fit(bn)) continue;
+              if (s.warp_m() % 16 != 0 || s.warp_n() % 16 != 0 || s.warp_n() < 32) continue;
+              if (s.threads() > 256 || s.accumulators() > 128) continue;  // more would spill
+              if ((bm * bk / 8) % s.threads() != 0 || (bn * bk / 8) % s.threads() != 0) continue;
+              if (s.shared_bytes() > device.shared_per_block_optin) continue;
+              if (bn > 64 * ((N + 63) / 64)) continue;  // wider than the matrix
+              const int64_t blocks_per_sm = resident_blocks(s, device);
+              if (blocks_per_sm == 0) continue;
+              Choice c;
+              c.params = {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"wm", wm}, {"wn", wn}, {"stages", stages}};
+              double score = 0;
+              for (int64_t rows : rows_at) {
+                const Estimate e = estimate_mma(s, blocks_per_sm, rows, N, K, device);
+                score += ideal_seconds(rows, N, K, mats, device) / std::max(e.seconds, ideal_seconds(rows, N, K, mats, device));
+                if (rows == rows_at.back())
+                  c.notes.push_back((static_rows ? "M=" : "T=") + std::to_string(rows) + ": " + std::to_string(e.tiles) + " tiles, " +
+                                    std::to_string(blocks_per_sm) + " blocks/SM, " + std::to_string(e.waves) +
+                                    " wave(s), last wave " + percent(e.last_wave) + " full, est " +
+                                    std::to_string(static_cast<int>(e.seconds * 1e6)) + " us");
+              }
+              c.score = small_rows * score / static_cast<double>(rows_at.size());
+              c.notes.push_back("warp tile " + std::to_string(s.warp_m()) + "x" + std::to_string(s.warp_n()) + ", " +
+                                std::to_string(s.shared_bytes() / 1024) + " KB shared, ~" + std::to_string(s.registers()) +
+                                " registers");
+              out.push_back(std::move(c));
+            }
+
+    // The conservative fallback: fp32 FMA tiles, any K % 16, segments of 64 columns.
+    if (segments_fit(64)) {
+      Choice c;
+      c.params = {{"bm", 64}, {"bn", 64}, {"bk", 16}, {"tm", 4}, {"tn", 4}, {"fallback", 1}};
+      double score = 0;
+      for (int64_t rows : rows_at) {
+        const double tiles = std::ceil(rows / 64.0) * std::ceil(N / 64.0);
+        const double flops = 2.0 * 64 * 64 * mats * K * std::ceil(tiles / (2.0 * device.multiprocessors)) * 2.0 * device.multiprocessors;
+        const double seconds = flops / (kSimtFlopsPerClock * device.multiprocessors * kClockGhz * 1e9);
+        score += ideal_seconds(rows, N, K, mats, device) / std::max(seconds, ideal_seconds(rows, N, K, mats, device));
+      }
+      c.score = small_rows * score / static_cast<double>(rows_at.size());
+      c.notes.push_back("fallback: fp32 FMA on 64x64 shared tiles, no tensor cores");
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+    std::ostringstream name;
+    const bool simt = p.count("fallback") > 0;
+    name << (simt ? "gemm_simt_" : "gemm_mma_") << m.variant << "_" << dtype_tag(m.dtype);
+    if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
+    name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K");
+    if (m.facts.count("M")) name << "_m" << m.facts.at("M");
+    name << "_b" << p.at("bm") << "x" << p.at("bn") << "x" << p.at("bk");
+    if (simt)
+      name << "_t" << p.at("tm") << "x" << p.at("tn");
+    else
+      name << "_w" << p.at("wm") << "x" << p.at("wn") << "_s" << p.at("stages");
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
+    const bool simt = p.count("fallback") > 0;
+    const int64_t mats = m.variant == "gate_up" ? 2 : 1;
+    Launch launch;
+    launch.kernel = kernel_name(m, p);
+    launch.grid_x = Extent{0, m.facts.at("N"), p.at("bn")};
+    launch.grid_y = m.facts.count("M") ? Extent{0, m.facts.at("M"), p.at("bm")} : Extent{1, 0, p.at("bm")};
+    if (simt) {
+      launch.block_x = static_cast<int>((p.at("bm") / p.at("tm")) * (p.at("bn") / p.at("tn")));
+    } else {
+      launch.block_x = static_cast<int>(p.at("wm") * p.at("wn") * 32);
+      launch.shared_bytes = p.at("stages") * (p.at("bm") + mats * p.at("bn")) * p.at("bk") * 2;
+    }
+    return {launch};
+  }
+};
+
+}  // namespace
+
+const TemplateFamily& gemm_family() {
+  static const GemmFamily family;
+  return family;
+}
+
+}  // namespace agentcompile::plan

@@ -1,0 +1,111 @@
+// Reduction family (src/kernels/reduction.cuh): fusion regions ending in one reduce_sum,
+// reduce_max, reduce_mean or argmax over the last axis, possibly after pointwise ops, as a
+// generated row program that streams each row once; few long rows split across blocks.
+#include <sstream>
+
+#include "plan/families.h"
+#include "plan/families/row_program.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+class ReductionFamily final : public TemplateFamily {
+ public:
+  std::string name() const override { return "reduction"; }
+  std::string template_file() const override { return "reduction.cuh"; }
+
+  std::optional<Match> match(const RegionContext& ctx) const override {
+    auto program = analyze_row_program(ctx);
+    if (!program || !program->has_row_op()) return std::nullopt;
+    const ir::OpKind op = program->row_op();
+    if (op == ir::OpKind::kRmsNorm || op == ir::OpKind::kSoftmax) return std::nullopt;
+    if (program->cols > (int64_t{1} << 30)) return std::nullopt;
+    Match m;
+    m.variant = std::string(ir::op_name(op));
+    m.dtype = program->dtype();
+    m.out_dtype = program->stores.front().dtype;
+    encode_row_program(*program, m);
+    return m;
+  }
+
+  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+    const RowProgram p = decode_row_program(m);
+    const int max_vec = p.max_vector();
+    std::vector<Choice> out;
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, 1 << 30, device)) {
+      Choice c;
+      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}};
+      // Nothing is held, so chunks only lengthen the loop: score a thread's share like a streamed
+      // row of at most 4 chunks in flight, then prefer more threads on long, few rows.
+      RowGeometryChoice streamed = g;
+      streamed.chunks = std::min(g.chunks, 4);
+      c.score = row_geometry_score(streamed, max_vec, p.typical_rows(), device, &c.notes);
+      if (p.typical_rows() < device.multiprocessors && g.chunks > 4) c.score *= 4.0 / g.chunks + 0.5;
+      out.push_back(std::move(c));
+    }
+    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), max_vec, device)) {
+      Choice c;
+      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
+      c.score = row_split_score(g, p.typical_rows(), device, &c.notes);
+      out.push_back(std::move(c));
+    }
+    const RowGeometryChoice safe = conservative_row_geometry(p.cols, 16);
+    Choice fallback;
+    fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
+    fallback.score = 0.01;
+    fallback.notes = {"conservative fallback: scalar accesses, one row per block"};
+    out.push_back(std::move(fallback));
+    return out;
+  }
+
+  std::string kernel_name(const Match& m, const ParamSet& params) const override {
+    const RowProgram p = decode_row_program(m);
+    std::ostringstream name;
+    name << "reduce_" << p.ops_tag() << "_" << dtype_tag(m.dtype) << "_h" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_" << row_program_digest(m) << "_t"
+         << params.at("tpr") << "_v" << params.at("vec");
+    if (params.count("split"))
+      name << "_s" << params.at("split");
+    else
+      name << "_r" << params.at("rows");
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
+    const Extent rows{m.facts.at("rows_per_token"), m.facts.at("rows_fixed"), 1};
+    if (params.count("split")) {  // partials per (row, slice), then one warp per row combines them
+      Launch partial;
+      partial.kernel = kernel_name(m, params) + "_partial";
+      partial.grid_x = rows;
+      partial.grid_y = Extent{0, params.at("split"), 1};
+      partial.block_x = static_cast<int>(params.at("tpr"));
+      Launch combine;
+      combine.kernel = kernel_name(m, params) + "_combine";
+      combine.grid_x = rows;
+      combine.block_x = 32;
+      return {partial, combine};
+    }
+    Launch launch;
+    launch.kernel = kernel_name(m, params);
+    launch.grid_x = Extent{m.facts.at("rows_per_token"), m.facts.at("rows_fixed"), params.at("rows")};
+    launch.block_x = static_cast<int>(params.at("tpr") * params.at("rows"));
+    return {launch};
+  }
+
+  // The split form's partials: one (value, index) pair of 8 bytes per row and slice.
+  int64_t workspace_bytes_per_token(const Match& m, const ParamSet& params) const override {
+    return params.count("split") ? m.facts.at("rows_per_token") * params.at("split") * 8 : 0;
+  }
+  int64_t workspace_bytes_fixed(const Match& m, const ParamSet& params) const override {
+    return params.count("split") ? m.facts.at("rows_fixed") * params.at("split") * 8 : 0;
+  }
+};
+
+}  // namespace
+
+const TemplateFamily& reduction_family() {
+  static const ReductionFamily family;
+  return family;
+}
+
+}  // namespace agentcompile::plan
