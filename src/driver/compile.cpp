@@ -78,7 +78,7 @@ emit::Selection select_for_bucket(const emit::CompiledRegion& region, size_t tim
       best = static_cast<int>(i);
       best_us = us;
     }
-    if (region.plan.candidates[i].fallback) {
+    if (region.plan.candidates[i].fallback && (fallback < 0 || us < fallback_us)) {  // the best fallback is the bar
       fallback = static_cast<int>(i);
       fallback_us = us;
     }
@@ -92,7 +92,8 @@ emit::Selection select_for_bucket(const emit::CompiledRegion& region, size_t tim
     selection.reason = "fallback: no validated candidate beat it (" + fixed(best_us, 2) + " us)";
   } else {
     selection.reason = "fastest validated: " + fixed(best_us, 2) + " us" +
-                       (fallback >= 0 ? " vs fallback " + fixed(fallback_us, 2) + " us" : "");
+                       (fallback >= 0 ? " vs fallback " + region.plan.candidates[static_cast<size_t>(fallback)].family + " " +
+                                            fixed(fallback_us, 2) + " us" : "");
   }
   return selection;
 }

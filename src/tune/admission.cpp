@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -33,10 +34,12 @@ struct DeviceSet {
   RegionArgs args;
 };
 
-// Weights uploaded once per worker and shared by every case (they can be 0.6 GB: an lm_head).
+// Weights uploaded once per worker and shared by every case (they can be 0.6 GB: an lm_head), and
+// the random inputs each timing size uses, drawn once per worker rather than once per candidate.
 struct SharedWeights {
   const std::vector<TestTensor>* host = nullptr;
   std::vector<DeviceBuffer> device;
+  std::map<std::tuple<int64_t, int64_t, int32_t>, RegionCase> timing_data;
 };
 
 // Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
@@ -113,12 +116,16 @@ Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loa
 // Times one candidate at one size: rotates through enough buffer sets (random data) that a set's
 // bytes have left L2 when it comes round again; events bracket every repetition.
 Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_module, const plan::Candidate& candidate,
-                                const LoadedCandidate& loaded, const RegionBindings& size, const SharedWeights& weights,
+                                const LoadedCandidate& loaded, const RegionBindings& size, SharedWeights& weights,
                                 const AdmitOptions& options) {
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, size));
   // Weights do not depend on T: time with the validation weights; inputs and states at this size.
-  auto host_weights = std::shared_ptr<const std::vector<TestTensor>>(weights.host, [](const std::vector<TestTensor>*) {});
-  RegionCase data = random_case(region_module, layout, size, host_weights, 1, Distribution::kNormal);
+  const auto key = std::make_tuple(size.T, size.L, size.pos);
+  if (!weights.timing_data.count(key)) {
+    auto host_weights = std::shared_ptr<const std::vector<TestTensor>>(weights.host, [](const std::vector<TestTensor>*) {});
+    weights.timing_data.emplace(key, random_case(region_module, layout, size, host_weights, 1, Distribution::kNormal));
+  }
+  const RegionCase& data = weights.timing_data.at(key);
   int64_t set_bytes = 0;
   for (const auto& t : data.inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
   for (const auto& t : *data.params) set_bytes += static_cast<int64_t>(t.bytes.size());
@@ -174,7 +181,7 @@ Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_modul
 }
 
 // Validates one candidate over every case; returns false in `fault` when the context is now unusable.
-CandidateResult validate_and_time(CudaContext& ctx, LibraryRunner* library, const SharedWeights& weights,
+CandidateResult validate_and_time(CudaContext& ctx, LibraryRunner* library, SharedWeights& weights,
                                   const ir::Module& region_module, const RegionLayout& layout, const std::vector<RegionCase>& cases,
                                   const plan::Candidate& candidate, const codegen::CompileResult& compiled,
                                   const RegionBindings& bindings, const AdmitOptions& options) {
