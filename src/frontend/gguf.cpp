@@ -5,10 +5,6 @@
 // length, twelve per nested array header...), so a corrupted count fails fast instead of allocating.
 #include "frontend/gguf.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <bit>
 #include <cerrno>
@@ -417,46 +413,11 @@ Expected<GgufFile> parse_gguf(const uint8_t* data, size_t size, const std::strin
   return file;
 }
 
-namespace {
-std::string errno_text(int err) { return std::system_category().message(err); }
-}  // namespace
-
 Expected<std::unique_ptr<GgufModelFile>> GgufModelFile::open(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, name + ": cannot open: " + errno_text(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return error(ErrorCode::kIo, name + ": cannot stat: " + errno_text(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return error(ErrorCode::kIo, name + ": not a regular file");
-  }
   std::unique_ptr<GgufModelFile> file(new GgufModelFile());
-  file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {  // mmap refuses a zero length; an empty file fails the magic check below
-    void* base = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (base == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return error(ErrorCode::kIo, name + ": cannot mmap " + std::to_string(file->size_) + " bytes: " + errno_text(err));
-    }
-    file->base_ = static_cast<const uint8_t*>(base);
-  }
-  ::close(fd);  // the mapping keeps the file alive
-  AC_ASSIGN_OR_RETURN(file->gguf_, parse_gguf(file->base_, file->size_, name));
+  AC_ASSIGN_OR_RETURN(file->mapped_, support::MappedFile::open(path));
+  AC_ASSIGN_OR_RETURN(file->gguf_, parse_gguf(file->mapped_.data(), file->mapped_.size(), path.string()));
   return file;
-}
-
-GgufModelFile::~GgufModelFile() {
-  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }
 
 }  // namespace agentcompile::frontend

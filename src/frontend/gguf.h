@@ -24,6 +24,7 @@
 
 #include "agentcompile/status.h"
 #include "ir/dtype.h"
+#include "support/mapped_file.h"
 
 namespace agentcompile::frontend {
 
@@ -117,21 +118,18 @@ std::string_view ggml_type_name(uint32_t ggml_type);
 class GgufModelFile {
  public:
   static Expected<std::unique_ptr<GgufModelFile>> open(const std::filesystem::path& path);
-  ~GgufModelFile();
   GgufModelFile(const GgufModelFile&) = delete;
   GgufModelFile& operator=(const GgufModelFile&) = delete;
 
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return mapped_.path(); }
   const GgufFile& gguf() const { return gguf_; }
   // The tensor's stored bytes (tensor.bytes of them); the parser checked they lie within the file.
-  const uint8_t* bytes(const GgufTensorInfo& tensor) const { return base_ + gguf_.data_offset + tensor.offset; }
+  const uint8_t* bytes(const GgufTensorInfo& tensor) const { return mapped_.data() + gguf_.data_offset + tensor.offset; }
 
  private:
   GgufModelFile() = default;
-  std::filesystem::path path_;
+  support::MappedFile mapped_;
   GgufFile gguf_;
-  const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
 };
 
 }  // namespace agentcompile::frontend

@@ -5,8 +5,6 @@
 // (no two tensors may share bytes) because the runtime uploads each tensor's byte range as is.
 #include "frontend/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -205,43 +203,10 @@ Expected<SafetensorsHeader> parse_safetensors_header(const uint8_t* data, size_t
 // --- SafetensorsFile ---------------------------------------------------------------------------------
 
 Expected<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, name + ": cannot open: " + errno_text(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return error(ErrorCode::kIo, name + ": cannot stat: " + errno_text(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return error(ErrorCode::kIo, name + ": not a regular file");
-  }
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
-  file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {  // mmap refuses a zero length; an empty file fails the header check below
-    void* base = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (base == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return error(ErrorCode::kIo,
-                   name + ": cannot mmap " + std::to_string(file->size_) + " bytes: " + errno_text(err));
-    }
-    file->base_ = static_cast<const uint8_t*>(base);
-  }
-  ::close(fd);  // the mapping stays valid without the descriptor
-  static const uint8_t kEmpty = 0;
-  AC_ASSIGN_OR_RETURN(file->header_, parse_safetensors_header(file->base_ ? file->base_ : &kEmpty, file->size_, name));
+  AC_ASSIGN_OR_RETURN(file->mapped_, support::MappedFile::open(path));
+  AC_ASSIGN_OR_RETURN(file->header_, parse_safetensors_header(file->mapped_.data(), file->mapped_.size(), path.string()));
   return file;
-}
-
-SafetensorsFile::~SafetensorsFile() {
-  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }
 
 // --- SafetensorsStore --------------------------------------------------------------------------------

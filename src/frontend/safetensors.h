@@ -19,6 +19,7 @@
 #include "agentcompile/status.h"
 #include "frontend/weights.h"
 #include "ir/dtype.h"
+#include "support/mapped_file.h"
 
 namespace agentcompile::frontend {
 
@@ -51,21 +52,19 @@ std::string safetensors_dtype_name(ir::DType dtype);
 class SafetensorsFile {
  public:
   static Expected<std::unique_ptr<SafetensorsFile>> open(const std::filesystem::path& path);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return mapped_.path(); }
   const SafetensorsHeader& header() const { return header_; }
   // The tensor's bytes inside the mapping; the parser has checked they lie within the file.
-  const uint8_t* bytes(const SafetensorsEntry& entry) const { return base_ + header_.data_start + entry.begin; }
+  const uint8_t* bytes(const SafetensorsEntry& entry) const { return mapped_.data() + header_.data_start + entry.begin; }
 
  private:
   SafetensorsFile() = default;
-  std::filesystem::path path_;
+  support::MappedFile mapped_;
   SafetensorsHeader header_;
-  const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
+
 };
 
 // A tensor's stored bytes, for uploading without conversion. Valid while the store lives.

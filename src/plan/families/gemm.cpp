@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "plan/families.h"
+#include "plan/families/matmul_match.h"
 
 namespace agentcompile::plan {
 
@@ -116,77 +117,27 @@ class GemmFamily final : public TemplateFamily {
   std::string template_file() const override { return "gemm.cuh"; }
 
   std::optional<Match> match(const RegionContext& ctx) const override {
-    if (ctx.region->kind != analysis::RegionKind::kMatmul) return std::nullopt;
-    size_t linears = 0;
-    while (linears < ctx.size() && ctx.node(static_cast<int>(linears)).op == OpKind::kLinear) ++linears;
-    if (linears == 0 || linears > 3) return std::nullopt;
-    const ir::Node& first = ctx.node(0);
-    const auto& x_type = ctx.function->type(first.operands[0]);
-    if (x_type.shape.size() != 2 || !x_type.shape[1].is_static()) return std::nullopt;
-    const ir::Dim rows = x_type.shape[0];
-    if (!rows.is_static() && rows.symbol != ir::Symbol::kT) return std::nullopt;
-
-    Match m;
-    m.dtype = x_type.dtype;
-    m.out_dtype = m.dtype;
+    auto base = match_matmul_region(ctx, TokenCount::kAny);
+    if (!base) return std::nullopt;
+    Match m = std::move(*base);
+    // What the tensor-core tiles add to the shared matcher: 16-bit inputs, K in mma steps, column pairs
+    // that never straddle a segment edge, one dtype through the epilogue, and nothing else escaping.
     if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16) return std::nullopt;
-    const int64_t K = x_type.shape[1].value;
-    if (K % 16 != 0) return std::nullopt;
-    m.facts["K"] = K;
+    if (m.facts.at("K") % 16 != 0) return std::nullopt;
+    const ir::Dim rows = ctx.function->type(ctx.node(0).operands[0]).shape[0];
+    if (!rows.is_static() && rows.symbol != ir::Symbol::kT) return std::nullopt;
     if (rows.is_static()) m.facts["M"] = rows.value;  // absent: M = T at launch
-    m.roles["x"] = ctx.slot_of(first.operands[0]);
-    int64_t total = 0;
-    for (size_t i = 0; i < linears; ++i) {
-      const ir::Node& lin = ctx.node(static_cast<int>(i));
-      if (lin.operands[0] != first.operands[0]) return std::nullopt;  // horizontal fusion reads one input
-      const std::string s = std::to_string(i);
-      m.roles["w" + s] = ctx.slot_of(lin.operands[1]);
-      if (lin.operands.size() == 3) m.roles["b" + s] = ctx.slot_of(lin.operands[2]);
-      const int64_t cols = ctx.function->type(lin.result).shape[1].value;
-      if (cols % 8 != 0) return std::nullopt;  // column pairs never straddle an edge
-      m.facts["cols" + s] = cols;
-      total += cols;
-      m.roles["y" + s] = ctx.slot_of(lin.result);
+    for (int s = 0; s < 3; ++s) {
+      const std::string key = "rows" + std::to_string(s);
+      if (!m.facts.count(key)) continue;
+      if (m.facts.at(key) % 8 != 0) return std::nullopt;
+      m.facts["cols" + std::to_string(s)] = m.facts.at(key);  // the GEMM's output columns
     }
-    m.facts["N"] = total;
-
-    const size_t rest = ctx.size() - linears;
-    if (rest == 0) {
-      m.variant = linears == 1 ? "plain" : "multi";
-    } else if (rest == 1 && linears == 1 && ctx.node(1).op == OpKind::kCast) {
-      m.variant = "plain";
-      m.out_dtype = ctx.function->type(ctx.node(1).result).dtype;
-      m.roles["y0"] = ctx.slot_of(ctx.node(1).result);
-    } else if (rest == 1 && linears == 1 && ctx.node(1).op == OpKind::kAdd) {
-      const ir::Node& add = ctx.node(1);
-      const int mine = add.operands[0] == first.result ? 0 : add.operands[1] == first.result ? 1 : -1;
-      if (mine < 0) return std::nullopt;
-      const ir::ValueId other = add.operands[static_cast<size_t>(1 - mine)];
-      if (ctx.function->type(other).shape != ctx.function->type(add.result).shape) return std::nullopt;  // no broadcast
-      if (ctx.function->type(other).dtype != m.dtype || ctx.function->type(add.result).dtype != m.dtype) return std::nullopt;
-      m.variant = "residual";
-      m.roles["residual"] = ctx.slot_of(other);
-      m.roles["y0"] = ctx.slot_of(add.result);
-    } else if (rest == 2 && linears == 2 && ctx.node(2).op == OpKind::kSilu && ctx.node(3).op == OpKind::kMul) {
-      const ir::Node& silu = ctx.node(2);
-      const ir::Node& mul = ctx.node(3);
-      const ir::ValueId up = ctx.node(1).result;
-      if (silu.operands[0] != first.result) return std::nullopt;
-      const bool wired = (mul.operands[0] == silu.result && mul.operands[1] == up) ||
-                         (mul.operands[1] == silu.result && mul.operands[0] == up);
-      if (!wired) return std::nullopt;
-      if (m.facts["cols0"] != m.facts["cols1"]) return std::nullopt;
-      if (ctx.function->type(mul.result).dtype != m.dtype) return std::nullopt;
-      m.variant = "gate_up";
-      m.facts["N"] = m.facts["cols0"];
-      m.roles["y0"] = ctx.slot_of(mul.result);
-      m.roles.erase("y1");
-    } else {
-      return std::nullopt;
+    if (m.variant != "plain" || m.out_dtype == m.dtype) {
+      for (size_t i = 0; i < ctx.size(); ++i)
+        if (ctx.function->type(ctx.node(static_cast<int>(i)).result).dtype != m.dtype) return std::nullopt;
     }
-    for (const auto& [role, slot] : m.roles)
-      if (slot.empty()) return std::nullopt;  // a role is not on the interface: not this family's shape
-    const size_t outputs = m.variant == "multi" ? linears : 1;
+    const size_t outputs = m.variant == "multi" ? static_cast<size_t>(m.facts.count("rows2") ? 3 : 2) : 1;
     if (ctx.region->outputs.size() != outputs) return std::nullopt;  // an intermediate escapes the region
     return m;
   }

@@ -26,6 +26,7 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
   int64_t total_rows = 0;
   for (size_t i = 0; i < linears; ++i) {
     const ir::Node& lin = ctx.node(static_cast<int>(i));
+    if (lin.operands[0] != first.operands[0]) return std::nullopt;  // horizontal fusion reads one input
     const std::string s = std::to_string(i);
     m.roles["w" + s] = ctx.slot_of(lin.operands[1]);
     if (lin.operands.size() == 3) m.roles["b" + s] = ctx.slot_of(lin.operands[2]);
