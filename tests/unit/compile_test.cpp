@@ -64,3 +64,45 @@ TEST(Compile, NoGpuCompilesEveryCandidateAndTheArtifactBuilds) {
 
 }  // namespace
 }  // namespace agentcompile
+
+namespace agentcompile {
+namespace {
+
+// The real presets without a GPU, as CI compiles them: the same 19 unique regions and 152 candidates
+// the H200 run in bench/results recorded, and NVRTC compiles every generated one.
+TEST(Compile, PresetsWithoutGpuPlanAndCompileEveryCandidate) {
+  for (const char* preset : {"qwen3-1.7b", "llama-3.2-1b"}) {
+    const fs::path work = fs::path(AC_BINARY_DIR) / "compile-test-presets" / preset;
+    fs::remove_all(work);
+    fs::create_directories(work / "model");
+    std::ifstream in(std::string(AC_SOURCE_DIR) + "/configs/" + preset + ".json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    config["torch_dtype"] = "float16";  // as init-random --dtype f16 writes it
+    std::ofstream(work / "model" / "config.json") << config.dump(2);
+    std::string output;
+    const std::string compile = std::string(AC_CLI) + " compile " + (work / "model").string() + " -o " + (work / "artifact").string() +
+                                " --no-gpu --cache-dir " + (work / "cache").string();
+    ASSERT_EQ(run(compile, &output), 0) << output;
+    std::ifstream meta_in(work / "artifact" / "metadata.json");
+    const nlohmann::json meta = nlohmann::json::parse(meta_in);
+    size_t candidates = 0, generated = 0, compiled = 0;
+    for (const auto& region : meta["regions"]) {
+      EXPECT_FALSE(region["candidates"].empty()) << preset << " " << region["id"];
+      for (const auto& candidate : region["candidates"]) {
+        ++candidates;
+        bool has_kernel = false;
+        for (const auto& launch : candidate["launches"]) has_kernel |= !launch["library"].get<bool>();
+        if (!has_kernel) continue;
+        ++generated;
+        compiled += candidate["compile"]["ok"].get<bool>();
+        EXPECT_TRUE(candidate["compile"]["ok"].get<bool>()) << candidate["name"] << "\n" << candidate["compile"]["log"];
+      }
+    }
+    EXPECT_EQ(meta["regions"].size(), 19u) << preset;
+    EXPECT_EQ(candidates, 152u) << preset;
+    EXPECT_EQ(compiled, generated) << preset;
+  }
+}
+
+}  // namespace
+}  // namespace agentcompile
