@@ -85,19 +85,15 @@ class ReductionFamily final : public TemplateFamily {
       combine.block_x = 32;
       return {partial, combine};
     }
-    Launch launch;
-    launch.kernel = kernel_name(m, params);
-    launch.grid_x = Extent{m.facts.at("rows_per_token"), m.facts.at("rows_fixed"), params.at("rows")};
-    launch.block_x = static_cast<int>(params.at("tpr") * params.at("rows"));
-    return {launch};
+    return {row_launch(m, params, kernel_name(m, params))};
   }
 
   // The split form's partials: one (value, index) pair of 8 bytes per row and slice.
   int64_t workspace_bytes_per_token(const Match& m, const ParamSet& params) const override {
-    return params.count("split") ? m.facts.at("rows_per_token") * params.at("split") * 8 : 0;
+    return split_partials_per_token(m, params, 8);
   }
   int64_t workspace_bytes_fixed(const Match& m, const ParamSet& params) const override {
-    return params.count("split") ? m.facts.at("rows_fixed") * params.at("split") * 8 : 0;
+    return split_partials_fixed(m, params, 8);
   }
 };
 

@@ -83,11 +83,7 @@ class RmsNormFamily final : public TemplateFamily {
   }
 
   std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    Launch launch;
-    launch.kernel = kernel_name(m, params);
-    launch.grid_x = Extent{m.facts.at("rows_per_token"), m.facts.at("rows_fixed"), params.at("rows")};
-    launch.block_x = static_cast<int>(params.at("tpr") * params.at("rows"));
-    return {launch};
+    return {row_launch(m, params, kernel_name(m, params))};
   }
 };
 

@@ -485,4 +485,20 @@ std::string eps_tag(float eps) {
   return buffer;
 }
 
+Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel) {
+  Launch launch;
+  launch.kernel = kernel;
+  launch.grid_x = Extent{match.facts.at("rows_per_token"), match.facts.at("rows_fixed"), params.at("rows")};
+  launch.block_x = static_cast<int>(params.at("tpr") * params.at("rows"));
+  return launch;
+}
+
+int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes) {
+  return params.count("split") ? match.facts.at("rows_per_token") * params.at("split") * bytes : 0;
+}
+
+int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t bytes) {
+  return params.count("split") ? match.facts.at("rows_fixed") * params.at("split") * bytes : 0;
+}
+
 }  // namespace agentcompile::plan

@@ -108,6 +108,13 @@ double row_split_score(const RowSplitChoice& g, int64_t typical_rows, const Devi
 // "m1", "mT", "m16T": the rows of a launch in a kernel name (rows_per_token * T + rows_fixed).
 std::string rows_tag(int64_t rows_per_token, int64_t rows_fixed);
 
+// The one-launch geometry the row families share: `rows` rows per block of tpr * rows threads, over
+// rows_per_token * T + rows_fixed rows.
+Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel);
+// Scratch of the split (two-launch) forms: `bytes` per row and slice; 0 without a split.
+int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes);
+int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t bytes);
+
 // "e6" for eps == 1e-6 (as fp32), else "ex" and the fp32 bits in hex: eps in a kernel name.
 std::string eps_tag(float eps);
 
