@@ -149,8 +149,11 @@ TEST(RowwiseFamilies, SyntheticRegionsAreMatched) {
     const auto plans = plan_all(m.module, "f", "h200");
     ASSERT_EQ(plans.size(), 1u) << m.name << ": expected one region";
     expect_space(plans.front(), m.family, m.name);
-    for (const auto& other : plans.front().families_matched)
-      if (kRowwise.count(other)) EXPECT_EQ(other, m.family) << m.name << " matched by two row-wise families";
+    for (const auto& other : plans.front().families_matched) {
+      if (kRowwise.count(other)) {
+        EXPECT_EQ(other, m.family) << m.name << " matched by two row-wise families";
+      }
+    }
   }
 }
 

@@ -20,12 +20,7 @@ class ElementwiseFamily final : public TemplateFamily {
   std::optional<Match> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
     if (!program || program->has_row_op() || program->stores.empty()) return std::nullopt;
-    Match m;
-    m.variant = "chain";
-    m.dtype = program->dtype();
-    m.out_dtype = program->stores.front().dtype;
-    encode_row_program(*program, m);
-    return m;
+    return row_program_match(*program, "chain");
   }
 
   std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {

@@ -64,12 +64,7 @@ class EmbeddingFamily final : public TemplateFamily {
       if (g.chunks > 4) c.score *= 0.9;  // beyond 4 batches of loads, a longer serial copy
       out.push_back(std::move(c));
     }
-    const RowGeometryChoice safe = conservative_row_geometry(H, 16);
-    Choice fallback;
-    fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
-    fallback.score = 0.01;
-    fallback.notes = {"conservative fallback: element-wise copy, one row per block"};
-    out.push_back(std::move(fallback));
+    out.push_back(row_fallback_choice(H, "conservative fallback: element-wise copy, one row per block"));
     return out;
   }
 

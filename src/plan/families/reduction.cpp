@@ -21,12 +21,7 @@ class ReductionFamily final : public TemplateFamily {
     const ir::OpKind op = program->row_op();
     if (op == ir::OpKind::kRmsNorm || op == ir::OpKind::kSoftmax) return std::nullopt;
     if (program->cols > (int64_t{1} << 30)) return std::nullopt;
-    Match m;
-    m.variant = std::string(ir::op_name(op));
-    m.dtype = program->dtype();
-    m.out_dtype = program->stores.front().dtype;
-    encode_row_program(*program, m);
-    return m;
+    return row_program_match(*program, std::string(ir::op_name(op)));
   }
 
   std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
@@ -50,12 +45,7 @@ class ReductionFamily final : public TemplateFamily {
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);
       out.push_back(std::move(c));
     }
-    const RowGeometryChoice safe = conservative_row_geometry(p.cols, 16);
-    Choice fallback;
-    fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
-    fallback.score = 0.01;
-    fallback.notes = {"conservative fallback: scalar accesses, one row per block"};
-    out.push_back(std::move(fallback));
+    out.push_back(row_fallback_choice(p.cols, "conservative fallback: scalar accesses, one row per block"));
     return out;
   }
 

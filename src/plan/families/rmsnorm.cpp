@@ -38,12 +38,7 @@ class RmsNormFamily final : public TemplateFamily {
     auto program = analyze_row_program(ctx);
     if (!program || !program->has_row_op() || program->row_op() != ir::OpKind::kRmsNorm) return std::nullopt;
     if (program->cols > 32768) return std::nullopt;  // the row lives in registers
-    Match m;
-    m.variant = is_plain(*program) ? "plain" : "fused";
-    m.dtype = program->dtype();
-    m.out_dtype = program->stores.front().dtype;
-    encode_row_program(*program, m);
-    return m;
+    return row_program_match(*program, is_plain(*program) ? "plain" : "fused");
   }
 
   std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
@@ -60,12 +55,7 @@ class RmsNormFamily final : public TemplateFamily {
       out.push_back(std::move(c));
     }
     // Fallback: scalar accesses, one row per block, the fewest threads that keep the row share small.
-    const RowGeometryChoice safe = conservative_row_geometry(p.cols, 16);
-    Choice fallback;
-    fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
-    fallback.score = 0.01;
-    fallback.notes = {"conservative fallback: scalar accesses, no alignment assumed, one row per block"};
-    out.push_back(std::move(fallback));
+    out.push_back(row_fallback_choice(p.cols, "conservative fallback: scalar accesses, no alignment assumed, one row per block"));
     return out;
   }
 

@@ -501,4 +501,23 @@ int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t
   return params.count("split") ? match.facts.at("rows_fixed") * params.at("split") * bytes : 0;
 }
 
+Match row_program_match(const RowProgram& program, const std::string& variant) {
+  Match m;
+  m.variant = variant;
+  m.dtype = program.dtype();
+  m.out_dtype = program.stores.front().dtype;
+  encode_row_program(program, m);
+  return m;
+}
+
+TemplateFamily::Choice row_fallback_choice(int64_t cols, const std::string& note, const ParamSet& extra) {
+  const RowGeometryChoice safe = conservative_row_geometry(cols, 16);
+  TemplateFamily::Choice fallback;
+  fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
+  for (const auto& [key, value] : extra) fallback.params[key] = value;
+  fallback.score = 0.01;
+  fallback.notes = {note};
+  return fallback;
+}
+
 }  // namespace agentcompile::plan

@@ -108,6 +108,12 @@ double row_split_score(const RowSplitChoice& g, int64_t typical_rows, const Devi
 // "m1", "mT", "m16T": the rows of a launch in a kernel name (rows_per_token * T + rows_fixed).
 std::string rows_tag(int64_t rows_per_token, int64_t rows_fixed);
 
+// A match carrying `program` (its dtypes and the encoded program) under `variant`.
+Match row_program_match(const RowProgram& program, const std::string& variant);
+// The conservative fallback of a row family: scalar accesses, one row per block; `extra` adds
+// family-specific parameters.
+TemplateFamily::Choice row_fallback_choice(int64_t cols, const std::string& note, const ParamSet& extra = {});
+
 // The one-launch geometry the row families share: `rows` rows per block of tpr * rows threads, over
 // rows_per_token * T + rows_fixed rows.
 Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel);

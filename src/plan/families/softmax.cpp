@@ -22,12 +22,7 @@ class SoftmaxFamily final : public TemplateFamily {
     auto program = analyze_row_program(ctx);
     if (!program || !program->has_row_op() || program->row_op() != ir::OpKind::kSoftmax) return std::nullopt;
     if (program->cols > (int64_t{1} << 24)) return std::nullopt;
-    Match m;
-    m.variant = "rows";
-    m.dtype = program->dtype();
-    m.out_dtype = program->stores.front().dtype;
-    encode_row_program(*program, m);
-    return m;
+    return row_program_match(*program, "rows");
   }
 
   std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
@@ -63,12 +58,7 @@ class SoftmaxFamily final : public TemplateFamily {
       c.notes.push_back("row streamed twice: per-slice online max/sum, then normalize");
       out.push_back(std::move(c));
     }
-    const RowGeometryChoice safe = conservative_row_geometry(p.cols, 16);
-    Choice fallback;
-    fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"cache", 0}, {"fallback", 1}};
-    fallback.score = 0.01;
-    fallback.notes = {"conservative fallback: scalar accesses, streamed row, one row per block"};
-    out.push_back(std::move(fallback));
+    out.push_back(row_fallback_choice(p.cols, "conservative fallback: scalar accesses, streamed row, one row per block", {{"cache", 0}}));
     return out;
   }
 
