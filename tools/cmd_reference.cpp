@@ -2,9 +2,9 @@
 // This is the numerical ground truth the compiled kernels are held to, and the no-GPU path of the demo.
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 
 #include "commands.h"
+#include "token_list.h"
 #include "frontend/model_builder.h"
 #include "frontend/model_source.h"
 #include "ir/interpreter.h"
@@ -13,24 +13,6 @@
 namespace agentcompile::tools {
 
 namespace {
-
-std::vector<int32_t> parse_token_list(const std::string& text) {
-  std::vector<int32_t> tokens;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    try {
-      size_t used = 0;
-      const long value = std::stol(item, &used);
-      if (used != item.size() || value < 0 || value > INT32_MAX) throw std::invalid_argument(item);
-      tokens.push_back(static_cast<int32_t>(value));
-    } catch (const std::exception&) {
-      fail("--tokens: '" + item + "' is not a token id (expected comma-separated non-negative integers)");
-    }
-  }
-  if (tokens.empty()) fail("--tokens: no token ids given");
-  return tokens;
-}
 
 struct ReferenceOptions {
   std::string model;

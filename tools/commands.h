@@ -11,6 +11,8 @@ void add_inspect_command(CLI::App& app);
 void add_init_random_command(CLI::App& app);
 void add_reference_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 
 // Prints "agentcompile: <message>" to stderr and throws CLI::RuntimeError(1).

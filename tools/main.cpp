@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   agentcompile::tools::add_init_random_command(app);
   agentcompile::tools::add_reference_command(app);
   agentcompile::tools::add_compile_command(app);
+  agentcompile::tools::add_run_command(app);
+  agentcompile::tools::add_bench_command(app);
   agentcompile::tools::add_tokenize_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kUnsupported,      // well-formed, but something we do not implement (architecture, dtype, quant type)
   kMismatch,         // two sources disagree (checkpoint vs config, artifact vs model)
   kIo,               // the operating system refused (open, mmap, write)
+  kResourceExhausted,  // not enough device memory or cache rows for what was asked
   kInternal,         // a bug of ours
 };
 

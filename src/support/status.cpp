@@ -12,6 +12,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kMismatch: return "mismatch";
     case ErrorCode::kIo: return "i/o error";
+    case ErrorCode::kResourceExhausted: return "resource exhausted";
     case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";

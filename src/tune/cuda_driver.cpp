@@ -3,9 +3,12 @@
 
 #include "tune/driver_api.h"
 
+#include <atomic>
+
 namespace agentcompile::tune {
 
 namespace {
+std::atomic<bool> g_cuda_initialized{false};
 // Only reached after gpu_available() or CudaContext::create() loaded the driver.
 const DriverApi& api() { return *driver_api(); }
 }  // namespace
@@ -21,6 +24,8 @@ Status cuda_status(CUresult result, const std::string& what) {
   return error(ErrorCode::kInternal, what + ": " + (name ? name : "CUDA error " + std::to_string(result)) + ": " +
                                          (text ? text : ""));
 }
+
+bool cuda_initialized_in_process() { return g_cuda_initialized.load(); }
 
 bool gpu_available(std::string* why) {
   if (!driver_api(why)) return false;
@@ -43,6 +48,7 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
   if (!driver_api(&why)) return error(ErrorCode::kUnsupported, why);
   std::unique_ptr<CudaContext> ctx(new CudaContext());
   AC_CU(api().Init(0), "cuInit");
+  g_cuda_initialized = true;
   AC_CU(api().DeviceGet(&ctx->device_, ordinal), "cuDeviceGet");
   AC_CU(api().DevicePrimaryCtxRetain(&ctx->context_, ctx->device_), "cuDevicePrimaryCtxRetain");
   AC_CU(api().CtxSetCurrent(ctx->context_), "cuCtxSetCurrent");

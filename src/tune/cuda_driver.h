@@ -19,6 +19,10 @@ namespace agentcompile::tune {
 Status cuda_status(CUresult result, const std::string& what);
 #define AC_CU(call, what) AC_TRY(::agentcompile::tune::cuda_status((call), (what)))
 
+// True once this process has initialized CUDA (created a context). A process that has cannot fork
+// GPU workers any more (admission) nor probe the device in a forked child.
+bool cuda_initialized_in_process();
+
 // True when a CUDA device is usable; `why` says what is missing otherwise.
 bool gpu_available(std::string* why);
 

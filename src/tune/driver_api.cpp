@@ -73,6 +73,21 @@ Loaded load() {
   resolve("cuEventRecord", a.EventRecord);
   resolve("cuEventSynchronize", a.EventSynchronize);
   resolve("cuEventElapsedTime", a.EventElapsedTime);
+  resolve("cuMemcpyHtoDAsync", a.MemcpyHtoDAsync);
+  resolve("cuMemcpyDtoHAsync", a.MemcpyDtoHAsync);
+  resolve("cuMemsetD8Async", a.MemsetD8Async);
+  resolve("cuMemHostAlloc", a.MemHostAlloc);
+  resolve("cuMemFreeHost", a.MemFreeHost);
+  resolve("cuMemHostGetDevicePointer", a.MemHostGetDevicePointer);
+  resolve("cuEventQuery", a.EventQuery);
+  resolve("cuStreamBeginCapture", a.StreamBeginCapture);
+  resolve("cuStreamEndCapture", a.StreamEndCapture);
+  resolve("cuGraphInstantiateWithFlags", a.GraphInstantiateWithFlags);
+  resolve("cuGraphLaunch", a.GraphLaunch);
+  resolve("cuGraphExecDestroy", a.GraphExecDestroy);
+  resolve("cuGraphDestroy", a.GraphDestroy);
+  resolve("cuGraphGetNodes", a.GraphGetNodes);
+  resolve("cuLaunchKernelEx", a.LaunchKernelEx);
   loaded.ok = all;
   return loaded;
 }

@@ -43,6 +43,22 @@ struct DriverApi {
   decltype(&::cuEventRecord) EventRecord = nullptr;
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) EventElapsedTime = nullptr;
+  // Runtime: asynchronous copies and memsets, pinned host memory, CUDA graphs.
+  decltype(&::cuMemcpyHtoDAsync) MemcpyHtoDAsync = nullptr;
+  decltype(&::cuMemcpyDtoHAsync) MemcpyDtoHAsync = nullptr;
+  decltype(&::cuMemsetD8Async) MemsetD8Async = nullptr;
+  decltype(&::cuMemHostAlloc) MemHostAlloc = nullptr;
+  decltype(&::cuMemFreeHost) MemFreeHost = nullptr;
+  decltype(&::cuMemHostGetDevicePointer) MemHostGetDevicePointer = nullptr;
+  decltype(&::cuEventQuery) EventQuery = nullptr;
+  decltype(&::cuStreamBeginCapture) StreamBeginCapture = nullptr;
+  decltype(&::cuStreamEndCapture) StreamEndCapture = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) GraphInstantiateWithFlags = nullptr;
+  decltype(&::cuGraphLaunch) GraphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) GraphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) GraphDestroy = nullptr;
+  decltype(&::cuGraphGetNodes) GraphGetNodes = nullptr;
+  decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
 };
 
 // The loaded API, or nullptr with `why` set when libcuda cannot be loaded.

@@ -1,0 +1,102 @@
+// The runtime's public API: load a model with its compiled artifact, then generate tokens.
+//
+//   agentcompile::EngineOptions options;
+//   options.model = "checkpoints/qwen3-1.7b";
+//   auto engine = agentcompile::Engine::load(options, progress);   // compiles on first use
+//   agentcompile::GenerateOptions g;
+//   g.max_new_tokens = 64;
+//   auto result = (*engine)->generate(prompt_ids, g, [](int32_t id) { ...; return true; });
+//
+// The engine runs the prefill and decode functions of the artifact with the kernels the compiler
+// selected: weights uploaded once, a static KV cache for the chosen context, a decode step captured
+// once into a CUDA graph and replayed per token, sampling on the device. Errors (a prompt longer than
+// the context, not enough device memory, a kernel missing from the artifact) are returned, never
+// printed; no wrong kernel ever runs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "agentcompile/compiler.h"
+#include "agentcompile/status.h"
+
+namespace agentcompile {
+
+struct EngineOptions {
+  std::filesystem::path model;        // HF checkpoint directory or .gguf file (weights needed)
+  std::filesystem::path artifact;     // a compiled artifact to use; empty: the cache (compiled on first use)
+  std::filesystem::path cache_dir;    // empty: ~/.cache/agentcompile
+  int64_t max_context = 0;            // KV-cache rows; 0: the model's maximum, or what memory allows
+  int64_t prefill_chunk = 0;          // longest prefill call; longer prompts run in chunks; 0: min(context, 8192)
+  bool cuda_graph = true;             // capture the decode step once and replay it
+  CompileOptions compile;             // used when the artifact must be (re)compiled; model/output are set by the engine
+};
+
+struct SamplingOptions {
+  float temperature = 0.f;            // 0: greedy
+  int top_k = 0;                      // 0: off
+  float top_p = 1.f;                  // 1: off
+  float repetition_penalty = 1.f;     // 1: off
+  uint64_t seed = 0;
+};
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 128;
+  SamplingOptions sampling;
+  bool stop_at_eos = true;            // stop on the model's EOS ids (config / generation_config.json)
+  std::vector<int32_t> extra_stop_ids;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;        // generated ids (the stop token included when one ended it)
+  std::string stop_reason;            // "eos", "max_new_tokens", "callback"
+  double prefill_ms = 0;              // prompt in, first token sampled (device time)
+  double decode_ms = 0;               // every later token (device + host streaming)
+  int64_t decode_steps = 0;
+};
+
+struct EngineInfo {
+  std::string model_type, dtype, gpu, artifact, artifact_key;
+  int64_t max_context = 0;
+  std::string max_context_reason;     // "model maximum", "requested", "limited by device memory"
+  int64_t prefill_chunk = 0;
+  int64_t vocab_size = 0;
+  std::vector<int32_t> eos_ids;
+  int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
+  size_t decode_launches = 0;         // kernel launches in one decode step (sampling included)
+  bool cuda_graph = true;
+  bool compiled_now = false;          // the artifact was compiled (or recompiled) by this load
+  std::string compile_note;           // why a compile ran
+};
+
+// Called with each generated token as soon as it is known; return false to stop.
+using TokenCallback = std::function<bool(int32_t token)>;
+
+class Engine {
+ public:
+  static Expected<std::unique_ptr<Engine>> load(const EngineOptions& options, const ProgressFn& progress = {});
+  ~Engine();
+
+  Expected<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                    const TokenCallback& on_token = {});
+
+  // Teacher forcing: the first `prefill` ids go through prefill (one call per prefix length, so every
+  // position's logits come from a real prefill call), the rest one at a time through the decode step.
+  // Returns float32 logits [ids.size(), vocab], row i after consuming ids[i].
+  Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
+
+  const EngineInfo& info() const;
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agentcompile

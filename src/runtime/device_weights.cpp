@@ -1,0 +1,87 @@
+// Weight upload: one allocation, tensors placed at 256-byte boundaries in declaration order.
+#include "runtime/device_weights.h"
+
+#include <cstring>
+
+#include "frontend/safetensors.h"
+
+namespace agentcompile::runtime {
+
+namespace {
+
+constexpr size_t kAlignment = 256;
+
+size_t param_bytes(const ir::ParamDecl& p) {
+  return static_cast<size_t>(ir::static_elements(p.type.shape)) * ir::dtype_size(p.type.dtype);
+}
+
+size_t align_up(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+// f32 values to the bytes of `dtype`.
+Expected<std::vector<uint8_t>> encode(const std::vector<float>& values, ir::DType dtype, const std::string& name) {
+  std::vector<uint8_t> out(values.size() * ir::dtype_size(dtype));
+  switch (dtype) {
+    case ir::DType::kF32:
+      std::memcpy(out.data(), values.data(), out.size());
+      return out;
+    case ir::DType::kF16:
+    case ir::DType::kBF16: {
+      auto* bits = reinterpret_cast<uint16_t*>(out.data());
+      for (size_t i = 0; i < values.size(); ++i)
+        bits[i] = dtype == ir::DType::kF16 ? ir::float_to_half(values[i]) : ir::float_to_bf16(values[i]);
+      return out;
+    }
+    default:
+      return error(ErrorCode::kUnsupported, "parameter " + name + " is declared " + std::string(ir::dtype_name(dtype)) +
+                                                "; the runtime uploads f32, f16 and bf16 weights");
+  }
+}
+
+}  // namespace
+
+int64_t DeviceWeights::bytes_needed(const ir::Module& module) {
+  size_t total = 0;
+  for (const auto& p : module.params) total += align_up(param_bytes(p));
+  return static_cast<int64_t>(total);
+}
+
+Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const frontend::WeightStore& store) {
+  DeviceWeights weights;
+  AC_ASSIGN_OR_RETURN(weights.buffer_, tune::DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(bytes_needed(module), 16))));
+  const auto* safetensors = dynamic_cast<const frontend::SafetensorsStore*>(&store);
+  size_t offset = 0;
+  std::vector<float> values;
+  for (const auto& p : module.params) {
+    const size_t bytes = param_bytes(p);
+    weights.offsets_[p.name] = offset;
+    bool copied = false;
+    if (safetensors) {
+      AC_ASSIGN_OR_RETURN(frontend::RawTensor raw, safetensors->raw(p.name));
+      if (raw.dtype == p.type.dtype) {
+        if (raw.size != bytes)
+          return error(ErrorCode::kMismatch, store.source() + ": " + p.name + " holds " + std::to_string(raw.size) + " bytes, the module expects " +
+                                                 std::to_string(bytes));
+        AC_TRY(weights.buffer_.upload(raw.bytes, bytes, offset));
+        copied = true;
+      }
+    }
+    if (!copied) {
+      AC_TRY(store.read_f32(p.name, values));
+      if (values.size() * ir::dtype_size(p.type.dtype) != bytes)
+        return error(ErrorCode::kMismatch, store.source() + ": " + p.name + " has " + std::to_string(values.size()) + " elements, the module expects " +
+                                               std::to_string(ir::static_elements(p.type.shape)));
+      AC_ASSIGN_OR_RETURN(std::vector<uint8_t> encoded, encode(values, p.type.dtype, p.name));
+      AC_TRY(weights.buffer_.upload(encoded.data(), encoded.size(), offset));
+    }
+    offset += align_up(bytes);
+  }
+  return weights;
+}
+
+Expected<CUdeviceptr> DeviceWeights::address(const std::string& name) const {
+  auto it = offsets_.find(name);
+  if (it == offsets_.end()) return error(ErrorCode::kNotFound, "no weight named " + name + " was uploaded");
+  return buffer_.ptr() + it->second;
+}
+
+}  // namespace agentcompile::runtime

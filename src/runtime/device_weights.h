@@ -1,0 +1,34 @@
+// The model's weights on the device: every parameter the module declares, uploaded once into one
+// allocation, in the dtype and layout the IR declares for it (which is what the selected kernels
+// read: Hugging Face [N, K] rows for linear layers, so a GEMV streams each output's row; fused QKV
+// and gate/up kernels take their weights as separate slots and read them in one launch). A
+// safetensors tensor already in that dtype is copied byte for byte; anything else (GGUF quantized
+// blocks, a checkpoint in another float type) is converted on the host first.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "agentcompile/status.h"
+#include "frontend/weights.h"
+#include "ir/graph.h"
+#include "tune/cuda_driver.h"
+
+namespace agentcompile::runtime {
+
+class DeviceWeights {
+ public:
+  // Bytes the module's parameters take on the device (aligned as they will be placed).
+  static int64_t bytes_needed(const ir::Module& module);
+  static Expected<DeviceWeights> upload(const ir::Module& module, const frontend::WeightStore& store);
+
+  // Device address of a parameter; error names the parameter when the module does not declare it.
+  Expected<CUdeviceptr> address(const std::string& name) const;
+  size_t bytes() const { return buffer_.bytes(); }
+
+ private:
+  tune::DeviceBuffer buffer_;
+  std::map<std::string, size_t> offsets_;
+};
+
+}  // namespace agentcompile::runtime

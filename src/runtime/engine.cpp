@@ -1,0 +1,261 @@
+// The engine: loading (model, artifact, device memory, kernels, decode graph) and generation.
+#include "agentcompile/engine.h"
+
+#include <chrono>
+#include <set>
+
+#include "frontend/model_builder.h"
+#include "frontend/model_source.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+#include "runtime/artifact_resolver.h"
+#include "runtime/decode_loop.h"
+#include "runtime/executor.h"
+#include "runtime/memory_budget.h"
+#include "runtime/sampler.h"
+#include "tune/admission.h"
+#include "tune/driver_api.h"
+
+namespace agentcompile {
+
+using runtime::DeviceSampler;
+
+class Engine::Impl {
+ public:
+  Status load(const EngineOptions& options, const ProgressFn& progress);
+  Expected<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token);
+  Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
+
+  EngineInfo info;
+
+ private:
+  Status check_ids(std::span<const int32_t> ids, const char* what) const;
+  Status run_prefill(std::span<const int32_t> prompt);
+  Status run_decode_step();
+  Status capture_decode_graph();
+
+  EngineOptions options_;
+  frontend::ModelSource source_;
+  ir::Module module_;
+  runtime::LoadedArtifact artifact_;
+  // Declared in dependency order: destroyed in reverse, the context last.
+  std::unique_ptr<tune::CudaContext> context_;
+  std::unique_ptr<tune::LibraryRunner> library_;
+  runtime::DeviceWeights weights_;
+  runtime::KvCache cache_;
+  runtime::KernelSet kernels_;
+  tune::DeviceBuffer prefill_tokens_;
+  std::unique_ptr<runtime::FunctionExecutor> prefill_, decode_;
+  std::unique_ptr<DeviceSampler> sampler_;
+  std::unique_ptr<runtime::DecodeGraph> graph_;
+  std::unique_ptr<runtime::StepEvents> events_;
+  std::set<int32_t> eos_;
+};
+
+namespace {
+
+// Which argument of an IR function is the token ids and which the position scalar.
+Expected<std::vector<CUdeviceptr>> function_arguments(const ir::Function& f, CUdeviceptr tokens, CUdeviceptr position) {
+  std::vector<CUdeviceptr> args;
+  for (ir::ValueId a : f.args) {
+    const ir::TensorType& t = f.type(a);
+    if (t.dtype != ir::DType::kI32)
+      return error(ErrorCode::kUnsupported, f.name + " takes %" + f.value(a).name + " as " + t.to_string() + "; the runtime feeds i32 ids and an i32 position");
+    args.push_back(t.shape.empty() ? position : tokens);
+  }
+  return args;
+}
+
+bool uses_library(const runtime::LoadedArtifact& artifact) {
+  for (const auto& [id, region] : artifact.regions)
+    for (const auto& k : region.kernels)
+      for (const auto& l : k.candidate.launches)
+        if (l.library) return true;
+  return false;
+}
+
+}  // namespace
+
+Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progress) {
+  options_ = options;
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  // Model and IR (host only).
+  AC_ASSIGN_OR_RETURN(source_, frontend::open_model(options.model, /*with_weights=*/true));
+  if (!source_.weights)
+    return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
+  AC_ASSIGN_OR_RETURN(module_, frontend::build_module(source_.config));
+  AC_TRY(ir::verify_module(module_));
+  const std::string ir_text = ir::print_module(module_);
+
+  // Artifact: before CUDA is initialized here, since compiling forks GPU workers.
+  AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source_.config, ir_text, progress));
+  AC_ASSIGN_OR_RETURN(artifact_, runtime::read_artifact(resolved.dir));
+  const ir::Function* prefill_fn = module_.find_function("prefill");
+  const ir::Function* decode_fn = module_.find_function("decode");
+  if (!prefill_fn || !decode_fn) return error(ErrorCode::kInternal, "the module lacks a prefill or decode function");
+
+  AC_ASSIGN_OR_RETURN(context_, tune::CudaContext::create());
+  const auto& c = source_.config;
+  info.model_type = c.model_type;
+  info.dtype = std::string(ir::dtype_name(c.dtype));
+  info.gpu = context_->info().name;
+  info.artifact = resolved.dir.string();
+  info.artifact_key = artifact_.key;
+  info.compiled_now = resolved.compiled_now;
+  info.compile_note = resolved.note;
+  info.vocab_size = c.vocab_size;
+  info.cuda_graph = options.cuda_graph;
+  for (int64_t id : c.eos_token_ids) info.eos_ids.push_back(static_cast<int32_t>(id));
+  eos_.insert(info.eos_ids.begin(), info.eos_ids.end());
+
+  // Memory: decide the context, or refuse with the estimate.
+  AC_ASSIGN_OR_RETURN(runtime::MemoryBudget budget, runtime::plan_budget(module_, *prefill_fn, *decode_fn, artifact_, c, options));
+  info.max_context = budget.context;
+  info.max_context_reason = budget.context_reason;
+  info.prefill_chunk = budget.prefill_chunk;
+  say(budget.summary);
+
+  if (uses_library(artifact_)) {
+    AC_ASSIGN_OR_RETURN(library_, tune::LibraryRunner::create(context_->stream()));
+  }
+  say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
+  AC_ASSIGN_OR_RETURN(weights_, runtime::DeviceWeights::upload(module_, *source_.weights));
+  AC_ASSIGN_OR_RETURN(cache_, runtime::KvCache::allocate(module_, budget.context));
+  AC_ASSIGN_OR_RETURN(sampler_, DeviceSampler::create(c.vocab_size, budget.context, artifact_.device_arch,
+                                                      runtime::cache_root(options.cache_dir) / "nvrtc" / artifact_.device_arch));
+  AC_ASSIGN_OR_RETURN(prefill_tokens_, tune::DeviceBuffer::allocate(static_cast<size_t>(budget.prefill_chunk) * sizeof(int32_t)));
+
+  runtime::FunctionExecutor::Bindings bind{&weights_, &cache_, library_.get(), {}};
+  AC_ASSIGN_OR_RETURN(bind.arguments, function_arguments(*prefill_fn, prefill_tokens_.ptr(), sampler_->position()));
+  AC_ASSIGN_OR_RETURN(prefill_, runtime::FunctionExecutor::create(*prefill_fn, artifact_, kernels_, bind, budget.prefill_chunk));
+  AC_ASSIGN_OR_RETURN(bind.arguments, function_arguments(*decode_fn, sampler_->next_token(), sampler_->position()));
+  AC_ASSIGN_OR_RETURN(decode_, runtime::FunctionExecutor::create(*decode_fn, artifact_, kernels_, bind, 1));
+  AC_ASSIGN_OR_RETURN(CUdeviceptr decode_logits, decode_->result_address(1, 0));
+  AC_TRY(sampler_->configure(DeviceSampler::Use::kDecode, decode_logits, 1));
+
+  info.weight_bytes = static_cast<int64_t>(weights_.bytes());
+  info.kv_cache_bytes = static_cast<int64_t>(cache_.bytes());
+  info.activation_bytes = static_cast<int64_t>(prefill_->arena_bytes() + decode_->arena_bytes());
+  info.workspace_bytes = static_cast<int64_t>(prefill_->workspace_bytes() + decode_->workspace_bytes());
+  AC_ASSIGN_OR_RETURN(size_t decode_launches, decode_->launches(1));
+  info.decode_launches = decode_launches + DeviceSampler::kLaunches;
+
+  AC_ASSIGN_OR_RETURN(events_, runtime::StepEvents::create());
+  if (options.cuda_graph) {
+    AC_ASSIGN_OR_RETURN(graph_, runtime::DecodeGraph::capture(context_->stream(), [this] { return run_decode_step(); }));
+  }
+  AC_TRY(context_->synchronize());
+  return Status::ok();
+}
+
+Status Engine::Impl::run_decode_step() {
+  AC_TRY(decode_->enqueue(1, context_->stream()));
+  return sampler_->enqueue(DeviceSampler::Use::kDecode, context_->stream());
+}
+
+Status Engine::Impl::check_ids(std::span<const int32_t> ids, const char* what) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= info.vocab_size)
+      return error(ErrorCode::kInvalidArgument, std::string(what) + " token " + std::to_string(i) + " is " + std::to_string(ids[i]) +
+                                                    ", outside the vocabulary of " + std::to_string(info.vocab_size));
+  return Status::ok();
+}
+
+// Prefill in chunks of at most prefill_chunk tokens; the sampler then draws the first new token.
+Status Engine::Impl::run_prefill(std::span<const int32_t> prompt) {
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  const int64_t last = (n - 1) % info.prefill_chunk + 1;
+  AC_ASSIGN_OR_RETURN(CUdeviceptr logits, prefill_->result_address(last, 0));
+  AC_TRY(sampler_->configure(DeviceSampler::Use::kPrefill, logits, static_cast<int>(last)));
+  for (int64_t start = 0; start < n; start += info.prefill_chunk) {
+    const int64_t tokens = std::min(info.prefill_chunk, n - start);
+    AC_TRY(sampler_->set_position(start));
+    AC_TRY(prefill_tokens_.upload(prompt.data() + start, static_cast<size_t>(tokens) * sizeof(int32_t)));
+    AC_TRY(prefill_->enqueue(tokens, context_->stream()));
+  }
+  return sampler_->enqueue(DeviceSampler::Use::kPrefill, context_->stream());
+}
+
+Expected<GenerateResult> Engine::Impl::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
+  if (prompt.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
+  AC_TRY(check_ids(prompt, "prompt"));
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n > info.max_context)
+    return error(ErrorCode::kInvalidArgument, "the prompt has " + std::to_string(n) + " tokens, longer than the context of " +
+                                                  std::to_string(info.max_context) + " (--max-context)");
+  if (options.max_new_tokens < 1) return error(ErrorCode::kInvalidArgument, "asked for " + std::to_string(options.max_new_tokens) + " new tokens");
+  if (n + options.max_new_tokens - 1 > info.max_context)
+    return error(ErrorCode::kInvalidArgument, std::to_string(n) + " prompt tokens + " + std::to_string(options.max_new_tokens) +
+                                                  " new tokens need " + std::to_string(n + options.max_new_tokens - 1) +
+                                                  " cache rows; the KV cache holds " + std::to_string(info.max_context) +
+                                                  " (raise --max-context or lower -n)");
+  std::set<int32_t> stops;
+  if (options.stop_at_eos) stops = eos_;
+  stops.insert(options.extra_stop_ids.begin(), options.extra_stop_ids.end());
+
+  AC_TRY(sampler_->reset(prompt, options.sampling));
+  const CUstream stream = context_->stream();
+  AC_TRY(events_->record_start(stream));
+  AC_TRY(run_prefill(prompt));
+  AC_TRY(events_->record_step(0, stream));
+
+  runtime::DecodeLoop loop{options.max_new_tokens, [&](int64_t) -> Status { return graph_ ? graph_->launch(stream) : run_decode_step(); },
+                           [&](int64_t step) { return sampler_->token_of_step(step); }};
+  AC_ASSIGN_OR_RETURN(GenerateResult result, loop.run(*events_, stream, stops, on_token));
+  AC_TRY(context_->synchronize());  // steps queued past a stop finish before the next call resets state
+  return result;
+}
+
+Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  AC_TRY(check_ids(ids, "input"));
+  if (n < 1 || prefill < 1 || prefill > n)
+    return error(ErrorCode::kInvalidArgument, "teacher forcing needs 1 <= prefill (" + std::to_string(prefill) + ") <= ids (" + std::to_string(n) + ")");
+  if (n > info.max_context) return error(ErrorCode::kInvalidArgument, std::to_string(n) + " ids exceed the context of " + std::to_string(info.max_context));
+  if (prefill > info.prefill_chunk)
+    return error(ErrorCode::kInvalidArgument, "teacher forcing prefills up to " + std::to_string(info.prefill_chunk) + " tokens in one call");
+  const size_t V = static_cast<size_t>(info.vocab_size);
+  std::vector<float> logits(static_cast<size_t>(n) * V);
+  AC_TRY(sampler_->reset({}, SamplingOptions{}));
+  const tune::DriverApi& api = *tune::driver_api();
+  for (int64_t t = 1; t <= prefill; ++t) {
+    AC_TRY(sampler_->set_position(0));
+    AC_TRY(prefill_tokens_.upload(ids.data(), static_cast<size_t>(t) * sizeof(int32_t)));
+    AC_TRY(prefill_->enqueue(t, context_->stream()));
+    AC_ASSIGN_OR_RETURN(CUdeviceptr out, prefill_->result_address(t, 0));
+    AC_TRY(context_->synchronize());
+    AC_CU(api.MemcpyDtoH(logits.data() + static_cast<size_t>(t - 1) * V, out, V * sizeof(float)), "cuMemcpyDtoH(prefill logits)");
+  }
+  AC_TRY(sampler_->set_position(prefill));
+  AC_ASSIGN_OR_RETURN(CUdeviceptr out, decode_->result_address(1, 0));
+  for (int64_t i = prefill; i < n; ++i) {
+    AC_TRY(sampler_->set_next_token(ids[static_cast<size_t>(i)]));
+    AC_TRY(graph_ ? graph_->launch(context_->stream()) : run_decode_step());
+    AC_TRY(context_->synchronize());
+    AC_CU(api.MemcpyDtoH(logits.data() + static_cast<size_t>(i) * V, out, V * sizeof(float)), "cuMemcpyDtoH(decode logits)");
+  }
+  return logits;
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Expected<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options, const ProgressFn& progress) {
+  auto impl = std::make_unique<Impl>();
+  AC_TRY(impl->load(options, progress));
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Expected<GenerateResult> Engine::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
+  return impl_->generate(prompt, options, on_token);
+}
+
+Expected<std::vector<float>> Engine::teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill) {
+  return impl_->teacher_forced_logits(ids, prefill);
+}
+
+const EngineInfo& Engine::info() const { return impl_->info; }
+
+}  // namespace agentcompile

@@ -1,0 +1,175 @@
+// Binding region sites to their selected kernels and launching them.
+#include "runtime/executor.h"
+
+#include "tune/driver_api.h"
+#include "tune/region_args.h"
+
+namespace agentcompile::runtime {
+
+Expected<const KernelSet::Loaded*> KernelSet::get(const LoadedArtifact& artifact, const std::string& region, const std::string& bucket) {
+  auto r = artifact.regions.find(region);
+  if (r == artifact.regions.end()) return error(ErrorCode::kNotFound, "the artifact has no region " + region);
+  auto s = r->second.selection.find(bucket);
+  if (s == r->second.selection.end()) {
+    std::string reason = "no candidate was selected";
+    for (const auto& sel : artifact.metadata["regions"])
+      if (sel.value("id", "") == region)
+        for (const auto& b : sel["selection"])
+          if (b.value("bucket", "") == bucket) reason = b.value("reason", reason);
+    return error(ErrorCode::kNotFound, "region " + region + " has no kernel for bucket " + bucket + " (" + reason +
+                                           "); the model cannot run from this artifact");
+  }
+  const auto key = std::make_pair(region, s->second);
+  if (auto it = loaded_.find(key); it != loaded_.end()) return it->second.get();
+  const SelectedKernel& selected = r->second.kernels[s->second];
+  auto loaded = std::make_unique<Loaded>();
+  loaded->candidate = &selected.candidate;
+  if (!selected.cubin.empty()) {
+    AC_ASSIGN_OR_RETURN(loaded->module, tune::CudaModule::load(selected.cubin, selected.candidate.name()));
+  }
+  for (const auto& launch : selected.candidate.launches) {
+    if (launch.library) {
+      loaded->functions.push_back(nullptr);
+      continue;
+    }
+    if (!loaded->module) return error(ErrorCode::kNotFound, "region " + region + ": kernel " + launch.kernel + " has no cubin");
+    AC_ASSIGN_OR_RETURN(CUfunction fn, loaded->module->function(launch.kernel));
+    if (launch.shared_bytes > 48 * 1024)
+      AC_CU(tune::driver_api()->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(launch.shared_bytes)),
+            "cuFuncSetAttribute(" + launch.kernel + ")");
+    loaded->functions.push_back(fn);
+  }
+  const Loaded* out = loaded.get();
+  loaded_.emplace(key, std::move(loaded));
+  return out;
+}
+
+Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::Function& function, const LoadedArtifact& artifact,
+                                                                     KernelSet& kernels, Bindings bindings, int64_t max_tokens) {
+  auto record = artifact.functions.find(function.name);
+  if (record == artifact.functions.end()) return error(ErrorCode::kNotFound, "the artifact has no function " + function.name);
+  if (bindings.arguments.size() != function.args.size())
+    return error(ErrorCode::kInternal, function.name + " takes " + std::to_string(function.args.size()) + " arguments");
+  std::unique_ptr<FunctionExecutor> ex(new FunctionExecutor());
+  ex->function_ = &function;
+  ex->artifact_ = &artifact;
+  ex->record_ = &record->second;
+  ex->kernels_ = &kernels;
+  ex->bindings_ = std::move(bindings);
+  ex->max_tokens_ = max_tokens;
+  const int64_t rows = ex->bindings_.cache->rows();
+  AC_ASSIGN_OR_RETURN(ex->plan_, plan_memory(function, record->second.sites, ir::SymbolBindings{max_tokens, rows}));
+
+  int64_t workspace = 16;
+  for (const auto& site : record->second.sites) {
+    if (site.inputs.size() > tune::kMaxSlots || site.outputs.size() > tune::kMaxSlots || site.params.size() > tune::kMaxSlots ||
+        site.states.size() > tune::kMaxStates)
+      return error(ErrorCode::kUnsupported, "site " + std::to_string(site.site) + " (" + site.region + ") has more interface slots than RegionArgs holds");
+    std::vector<CUdeviceptr> weights, states;
+    for (const auto& p : site.params) {
+      AC_ASSIGN_OR_RETURN(CUdeviceptr w, ex->bindings_.weights->address(p));
+      weights.push_back(w);
+    }
+    for (const auto& s : site.states) {
+      AC_ASSIGN_OR_RETURN(CUdeviceptr st, ex->bindings_.cache->address(s));
+      states.push_back(st);
+    }
+    ex->site_weights_.push_back(std::move(weights));
+    ex->site_states_.push_back(std::move(states));
+    for (const auto& bucket : record->second.buckets) {
+      if (bucket.min_tokens > max_tokens) continue;
+      AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* k, kernels.get(artifact, site.region, bucket.name));
+      const int64_t tokens = std::min(max_tokens, bucket.max_tokens);
+      workspace = std::max(workspace, k->candidate->workspace_bytes_per_token * tokens + k->candidate->workspace_bytes_fixed);
+      const bool library = std::any_of(k->candidate->launches.begin(), k->candidate->launches.end(), [](const plan::Launch& l) { return l.library; });
+      if (library && !ex->bindings_.library)
+        return error(ErrorCode::kInternal, "region " + site.region + " selected a library call but no library runner was given");
+    }
+  }
+  auto arena = tune::DeviceBuffer::allocate(std::max<size_t>(ex->plan_.arena_bytes, 16));
+  if (!arena)
+    return error(ErrorCode::kResourceExhausted, function.name + " activations for " + std::to_string(max_tokens) + " tokens (" +
+                                                    std::to_string(ex->plan_.arena_bytes >> 20) + " MiB): " + arena.status().message());
+  ex->arena_ = std::move(*arena);
+  auto ws = tune::DeviceBuffer::allocate(static_cast<size_t>(workspace));
+  if (!ws) return error(ErrorCode::kResourceExhausted, function.name + " workspace (" + std::to_string(workspace >> 20) + " MiB): " + ws.status().message());
+  ex->workspace_ = std::move(*ws);
+  return ex;
+}
+
+Expected<CUdeviceptr> FunctionExecutor::address_of(ir::ValueId value, const ir::SymbolBindings& at) const {
+  AC_ASSIGN_OR_RETURN(ResolvedValue r, resolve_value(*function_, value, at));
+  const ValueHome& home = plan_.homes[static_cast<size_t>(r.root)];
+  CUdeviceptr base = 0;
+  switch (home.kind) {
+    case ValueHome::Kind::kArena: base = arena_.ptr() + home.offset; break;
+    case ValueHome::Kind::kArgument: base = bindings_.arguments[static_cast<size_t>(home.argument)]; break;
+    case ValueHome::Kind::kState: {
+      AC_ASSIGN_OR_RETURN(base, bindings_.cache->address(home.state));
+      break;
+    }
+    case ValueHome::Kind::kNone:
+      return error(ErrorCode::kInternal, "%" + function_->value(r.root).name + " has no buffer");
+  }
+  return base + static_cast<CUdeviceptr>(r.byte_offset);
+}
+
+Expected<const KernelSet::Loaded*> FunctionExecutor::kernel_for(const SiteRecord& site, const std::string& bucket) const {
+  return kernels_->get(*artifact_, site.region, bucket);
+}
+
+Status FunctionExecutor::enqueue(int64_t tokens, CUstream stream) {
+  if (tokens < 1 || tokens > max_tokens_)
+    return error(ErrorCode::kInvalidArgument, function_->name + " was prepared for 1.." + std::to_string(max_tokens_) + " tokens, not " +
+                                                  std::to_string(tokens));
+  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens));
+  const ir::SymbolBindings at{tokens, bindings_.cache->rows()};
+  for (size_t s = 0; s < record_->sites.size(); ++s) {
+    const SiteRecord& site = record_->sites[s];
+    AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* kernel, kernel_for(site, bucket->name));
+    tune::RegionArgs args;
+    for (size_t i = 0; i < site.inputs.size(); ++i) {
+      AC_ASSIGN_OR_RETURN(CUdeviceptr p, address_of(site.inputs[i], at));
+      args.in[i] = reinterpret_cast<const void*>(p);
+    }
+    for (size_t o = 0; o < site.outputs.size(); ++o) {
+      AC_ASSIGN_OR_RETURN(CUdeviceptr p, address_of(site.outputs[o], at));
+      args.out[o] = reinterpret_cast<void*>(p);
+    }
+    for (size_t w = 0; w < site_weights_[s].size(); ++w) args.w[w] = reinterpret_cast<const void*>(site_weights_[s][w]);
+    for (size_t k = 0; k < site_states_[s].size(); ++k) args.state[k] = reinterpret_cast<void*>(site_states_[s][k]);
+    args.workspace = workspace_.get();
+    args.T = static_cast<int32_t>(tokens);
+    args.L = static_cast<int32_t>(at.L);
+    const plan::Candidate& c = *kernel->candidate;
+    for (size_t l = 0; l < c.launches.size(); ++l) {
+      const plan::Launch& launch = c.launches[l];
+      if (launch.library) {
+        AC_TRY(bindings_.library->run(launch, c.match, args).with_context("site " + std::to_string(site.site) + " (" + site.region + ")"));
+        continue;
+      }
+      const unsigned gx = static_cast<unsigned>(launch.grid_x.at(tokens)), gy = static_cast<unsigned>(launch.grid_y.at(tokens)),
+                     gz = static_cast<unsigned>(launch.grid_z.at(tokens));
+      AC_TRY(tune::launch_kernel(kernel->functions[l], launch.kernel, gx, gy, gz, static_cast<unsigned>(launch.block_x),
+                                 static_cast<unsigned>(launch.shared_bytes), stream, &args));
+    }
+  }
+  return Status::ok();
+}
+
+Expected<CUdeviceptr> FunctionExecutor::result_address(int64_t tokens, size_t index) const {
+  if (index >= function_->results.size()) return error(ErrorCode::kInternal, function_->name + " has no result " + std::to_string(index));
+  return address_of(function_->results[index], ir::SymbolBindings{tokens, bindings_.cache->rows()});
+}
+
+Expected<size_t> FunctionExecutor::launches(int64_t tokens) const {
+  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens));
+  size_t count = 0;
+  for (const auto& site : record_->sites) {
+    AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* kernel, kernels_->get(*artifact_, site.region, bucket->name));
+    count += kernel->candidate->launches.size();
+  }
+  return count;
+}
+
+}  // namespace agentcompile::runtime

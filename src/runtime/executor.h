@@ -1,0 +1,81 @@
+// Runs one IR function (prefill or decode) as the artifact says: for every region site, in order,
+// the kernel selected for the call's bucket of T, bound to the site's buffers through the one
+// calling convention (ac::RegionArgs: inputs, outputs, weights and states by interface slot, plus
+// workspace, T and L). Library launches (cuBLAS) go through the tune stage's runner. Every launch is
+// asynchronous on the engine's stream, so a decode call can be captured into a CUDA graph.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agentcompile/status.h"
+#include "ir/graph.h"
+#include "runtime/artifact_reader.h"
+#include "runtime/device_weights.h"
+#include "runtime/kv_cache.h"
+#include "runtime/memory_plan.h"
+#include "tune/cuda_driver.h"
+#include "tune/library_calls.h"
+
+namespace agentcompile::runtime {
+
+// The loaded modules of every selected kernel, shared by the functions that use them.
+class KernelSet {
+ public:
+  struct Loaded {
+    const plan::Candidate* candidate = nullptr;
+    std::unique_ptr<tune::CudaModule> module;
+    std::vector<CUfunction> functions;  // per launch; null for library launches
+  };
+  // Loads (once) the kernel selected for `region` at `bucket`. Errors name region and bucket.
+  Expected<const Loaded*> get(const LoadedArtifact& artifact, const std::string& region, const std::string& bucket);
+  size_t loaded() const { return loaded_.size(); }
+
+ private:
+  std::map<std::pair<std::string, size_t>, std::unique_ptr<Loaded>> loaded_;
+};
+
+class FunctionExecutor {
+ public:
+  struct Bindings {
+    const DeviceWeights* weights = nullptr;
+    const KvCache* cache = nullptr;
+    tune::LibraryRunner* library = nullptr;  // needed only when a selected kernel is a library call
+    std::vector<CUdeviceptr> arguments;      // per function argument (tokens, pos)
+  };
+
+  // Loads every kernel the function can use for calls of 1..max_tokens tokens and plans its arena.
+  static Expected<std::unique_ptr<FunctionExecutor>> create(const ir::Function& function, const LoadedArtifact& artifact,
+                                                            KernelSet& kernels, Bindings bindings, int64_t max_tokens);
+
+  // Enqueues the whole function for a call of `tokens` tokens on `stream`.
+  Status enqueue(int64_t tokens, CUstream stream);
+  // Device address of result `index` after a call of `tokens` tokens.
+  Expected<CUdeviceptr> result_address(int64_t tokens, size_t index) const;
+
+  size_t arena_bytes() const { return plan_.arena_bytes; }
+  size_t workspace_bytes() const { return workspace_.bytes(); }
+  size_t sites() const { return record_->sites.size(); }
+  // Kernel launches one call of `tokens` makes (library calls count one each).
+  Expected<size_t> launches(int64_t tokens) const;
+
+ private:
+  FunctionExecutor() = default;
+  Expected<CUdeviceptr> address_of(ir::ValueId value, const ir::SymbolBindings& at) const;
+  Expected<const KernelSet::Loaded*> kernel_for(const SiteRecord& site, const std::string& bucket) const;
+
+  const ir::Function* function_ = nullptr;
+  const LoadedArtifact* artifact_ = nullptr;
+  const FunctionRecord* record_ = nullptr;
+  KernelSet* kernels_ = nullptr;
+  Bindings bindings_;
+  int64_t max_tokens_ = 1;
+  MemoryPlan plan_;
+  tune::DeviceBuffer arena_;
+  tune::DeviceBuffer workspace_;
+  // Per site: weights and states bound once.
+  std::vector<std::vector<CUdeviceptr>> site_weights_, site_states_;
+};
+
+}  // namespace agentcompile::runtime

@@ -1,0 +1,63 @@
+// The device sampler (src/kernels/sampling.cuh): compiled through NVRTC when the engine loads, with
+// its state (position and step counters, next-token slot, history, the repetition-penalty mask, the
+// argmax slot) in device memory and its token ring in mapped pinned host memory. Two argument
+// blocks live on the device, one for the token after prefill and one for the decode step, so the
+// decode graph is captured once and new sampling settings need only a copy.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "agentcompile/engine.h"
+#include "agentcompile/status.h"
+#include "tune/cuda_driver.h"
+
+namespace agentcompile::runtime {
+
+class DeviceSampler {
+ public:
+  enum class Use { kDecode = 0, kPrefill = 1 };
+
+  static Expected<std::unique_ptr<DeviceSampler>> create(int64_t vocab, int64_t history_capacity, const std::string& arch,
+                                                         const std::filesystem::path& nvrtc_cache);
+  ~DeviceSampler();
+
+  // Device scalars the IR functions read.
+  CUdeviceptr next_token() const { return control_.ptr() + kNextToken; }
+  CUdeviceptr position() const { return control_.ptr() + kPosition; }
+
+  // Starts a sequence: position 0, no tokens generated, the penalty mask set to the prompt's tokens.
+  Status reset(std::span<const int32_t> prompt, const SamplingOptions& sampling);
+  // Sets the device position (prefill chunks, teacher forcing) and the next input token.
+  Status set_position(int64_t position);
+  Status set_next_token(int32_t token);
+  // Where `use` reads its logits and how many positions the producing call consumed.
+  Status configure(Use use, CUdeviceptr logits, int advance);
+  // Enqueues the two sampling launches for `use` (capturable).
+  Status enqueue(Use use, CUstream stream);
+  // Token of step `step`, once the work that produced it has completed.
+  int32_t token_of_step(int64_t step) const;
+  static constexpr int64_t kRing = 4096;
+  static constexpr int kLaunches = 2;
+
+ private:
+  DeviceSampler() = default;
+  static constexpr size_t kNextToken = 0, kPosition = 4, kStep = 8, kArgmaxSlot = 16;
+  int64_t vocab_ = 0, history_capacity_ = 0;
+  std::unique_ptr<tune::CudaModule> module_;
+  CUfunction partial_ = nullptr, finish_ = nullptr;
+  int partial_blocks_ = 1;
+  tune::DeviceBuffer control_;   // next token, position, step, argmax slot
+  tune::DeviceBuffer history_;   // [history_capacity] i32
+  tune::DeviceBuffer seen_;      // [vocab] u8
+  tune::DeviceBuffer args_;      // two SamplerArgs blocks
+  int32_t* host_ring_ = nullptr;
+  CUdeviceptr host_ring_device_ = 0;
+  SamplingOptions sampling_;
+  CUdeviceptr logits_[2] = {0, 0};
+  int advance_[2] = {1, 1};
+  Status upload_args(Use use);
+};
+
+}  // namespace agentcompile::runtime

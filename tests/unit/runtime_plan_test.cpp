@@ -1,0 +1,203 @@
+// The runtime's host side, without a GPU: reading an artifact back, planning activation memory
+// over the region sites (no two live values share bytes; views resolve to their root), refusing
+// artifacts that do not fit the model or lack a kernel, and writing logits files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <cstring>
+#include <map>
+
+#include "frontend/model_builder.h"
+#include "frontend/model_config.h"
+#include "ir/text.h"
+#include "runtime/artifact_reader.h"
+#include "runtime/artifact_resolver.h"
+#include "runtime/logits_file.h"
+#include "runtime/memory_plan.h"
+
+namespace agentcompile::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+int run(const std::string& command, std::string* output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+  return pclose(pipe);
+}
+
+const fs::path kConfig = fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json";
+
+// One no-GPU compile shared by the tests of this file.
+const fs::path& artifact_dir() {
+  static const fs::path dir = [] {
+    const fs::path work = fs::path(AC_BINARY_DIR) / "runtime-plan-test";
+    fs::remove_all(work);
+    std::string output;
+    const int rc = run(std::string(AC_CLI) + " compile " + kConfig.string() + " -o " + (work / "artifact").string() +
+                           " --no-gpu --max-candidates 2 --cache-dir " + (work / "cache").string(),
+                       &output);
+    EXPECT_EQ(rc, 0) << output;
+    return work / "artifact";
+  }();
+  return dir;
+}
+
+ir::Module module_of_config() {
+  auto config = frontend::read_hf_config(kConfig);
+  EXPECT_TRUE(config) << config.status().to_string();
+  auto module = frontend::build_module(*config);
+  EXPECT_TRUE(module) << module.status().to_string();
+  return *module;
+}
+
+TEST(RuntimeArtifact, ReadsEverySiteWithAKernelPerBucket) {
+  auto artifact = read_artifact(artifact_dir());
+  ASSERT_TRUE(artifact) << artifact.status().to_string();
+  for (const char* name : {"prefill", "decode"}) {
+    const FunctionRecord& f = artifact->functions.at(name);
+    ASSERT_FALSE(f.sites.empty());
+    for (const auto& site : f.sites) {
+      const RegionRecord& region = artifact->regions.at(site.region);
+      for (const auto& bucket : f.buckets) {
+        auto s = region.selection.find(bucket.name);
+        ASSERT_NE(s, region.selection.end()) << site.region << " " << bucket.name;
+        const SelectedKernel& k = region.kernels[s->second];
+        EXPECT_FALSE(k.candidate.launches.empty());
+        const bool generated = std::any_of(k.candidate.launches.begin(), k.candidate.launches.end(), [](const plan::Launch& l) { return !l.library; });
+        EXPECT_EQ(generated, !k.cubin.empty()) << k.candidate.name();
+      }
+    }
+  }
+  auto bucket = artifact->functions.at("prefill").bucket_for(300);
+  ASSERT_TRUE(bucket);
+  EXPECT_EQ((*bucket)->name, "t65-512");
+  EXPECT_FALSE(artifact->functions.at("decode").bucket_for(2));
+}
+
+// Every pair of arena values alive at the same site must not overlap.
+void expect_no_overlap(const ir::Function& f, const std::vector<SiteRecord>& sites, const MemoryPlan& plan, const ir::SymbolBindings& at) {
+  std::map<ir::ValueId, std::pair<int, int>> live;  // value -> [defined, last read]
+  for (int s = 0; s < static_cast<int>(sites.size()); ++s) {
+    for (ir::ValueId out : sites[static_cast<size_t>(s)].outputs)
+      if (plan.homes[static_cast<size_t>(out)].kind == ValueHome::Kind::kArena) live[out] = {s, s};
+    for (ir::ValueId in : sites[static_cast<size_t>(s)].inputs) {
+      auto r = resolve_value(f, in, at);
+      ASSERT_TRUE(r) << r.status().to_string();
+      if (live.count(r->root)) live[r->root].second = s;
+    }
+  }
+  for (ir::ValueId result : f.results) {
+    auto r = resolve_value(f, result, at);
+    ASSERT_TRUE(r);
+    if (live.count(r->root)) live[r->root].second = static_cast<int>(sites.size());
+  }
+  for (auto a = live.begin(); a != live.end(); ++a) {
+    const size_t a0 = plan.homes[static_cast<size_t>(a->first)].offset, a1 = a0 + static_cast<size_t>(value_bytes(f, a->first, at));
+    EXPECT_LE(a1, plan.arena_bytes);
+    for (auto b = std::next(a); b != live.end(); ++b) {
+      const bool together = a->second.first <= b->second.second && b->second.first <= a->second.second;
+      if (!together) continue;
+      const size_t b0 = plan.homes[static_cast<size_t>(b->first)].offset, b1 = b0 + static_cast<size_t>(value_bytes(f, b->first, at));
+      EXPECT_TRUE(a1 <= b0 || b1 <= a0) << "%" << f.value(a->first).name << " and %" << f.value(b->first).name << " overlap";
+    }
+  }
+}
+
+TEST(RuntimeMemoryPlan, LiveValuesNeverShareBytesAndTheArenaIsReused) {
+  auto artifact = read_artifact(artifact_dir());
+  ASSERT_TRUE(artifact) << artifact.status().to_string();
+  const ir::Module module = module_of_config();
+  for (const auto& [name, tokens] : std::vector<std::pair<std::string, int64_t>>{{"prefill", 512}, {"decode", 1}}) {
+    const ir::Function& f = *module.find_function(name);
+    const auto& sites = artifact->functions.at(name).sites;
+    const ir::SymbolBindings at{tokens, 64};
+    auto plan = plan_memory(f, sites, at);
+    ASSERT_TRUE(plan) << plan.status().to_string();
+    EXPECT_GT(plan->arena_bytes, 0u);
+    EXPECT_LT(plan->arena_bytes * (name == "prefill" ? 4 : 2), plan->naive_bytes) << name << ": the arena should reuse dead values' bytes";
+    expect_no_overlap(f, sites, *plan, at);
+    // KV appends land in their states; the function's arguments stay the engine's.
+    size_t states = 0;
+    for (const auto& home : plan->homes) states += home.kind == ValueHome::Kind::kState;
+    EXPECT_EQ(states, module.states.size()) << name;
+  }
+}
+
+TEST(RuntimeMemoryPlan, LastTokenSliceResolvesToItsRow) {
+  const ir::Module module = module_of_config();
+  const ir::Function& prefill = *module.find_function("prefill");
+  bool found = false;
+  for (const auto& node : prefill.nodes) {
+    if (node.op != ir::OpKind::kSlice) continue;
+    auto r = resolve_value(prefill, node.result, ir::SymbolBindings{100, 64});
+    ASSERT_TRUE(r) << r.status().to_string();
+    const auto& source = prefill.type(node.operands[0]);
+    const int64_t row = static_cast<int64_t>(ir::dtype_size(source.dtype)) * source.shape.back().value;
+    EXPECT_EQ(r->byte_offset, 99 * row);  // the last of 100 rows
+    found = true;
+  }
+  EXPECT_TRUE(found) << "prefill should slice the last token before the LM head";
+}
+
+TEST(RuntimeArtifact, RefusesArtifactsThatDoNotFit) {
+  const ir::Module module = module_of_config();
+  const std::string ir_text = ir::print_module(module);
+  auto config = frontend::read_hf_config(kConfig);
+  ASSERT_TRUE(config);
+  EXPECT_NE(artifact_incompatibility(artifact_dir(), *config, ir_text, "sm_90a").find("without a GPU"), std::string::npos);
+  EXPECT_NE(artifact_incompatibility(artifact_dir(), *config, ir_text, "sm_80").find("built for sm_90a"), std::string::npos);
+  auto other = frontend::read_hf_config(fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/tiny-qwen3.json");
+  ASSERT_TRUE(other) << other.status().to_string();
+  EXPECT_NE(artifact_incompatibility(artifact_dir(), *other, ir_text, "sm_90a").find("another model configuration"), std::string::npos);
+  EXPECT_NE(artifact_incompatibility(artifact_dir() / "nowhere", *config, ir_text, "sm_90a").find("no metadata.json"), std::string::npos);
+}
+
+TEST(RuntimeArtifact, MissingKernelAndMalformedMetadataAreErrors) {
+  const fs::path copy = fs::path(AC_BINARY_DIR) / "runtime-plan-test" / "broken";
+  fs::remove_all(copy);
+  fs::copy(artifact_dir(), copy, fs::copy_options::recursive);
+  const fs::path victim = *fs::directory_iterator(copy / "cubin");
+  fs::remove(victim);
+  auto missing = read_artifact(copy);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("lacks the kernel selected for region"), std::string::npos) << missing.status().to_string();
+  EXPECT_NE(missing.status().message().find(victim.filename().string()), std::string::npos) << missing.status().to_string();
+
+  std::string text;
+  {
+    std::ifstream in(copy / "metadata.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(copy / "metadata.json") << text.substr(0, text.size() / 2);
+  auto truncated = read_artifact(copy);
+  ASSERT_FALSE(truncated);
+  EXPECT_EQ(truncated.status().code(), ErrorCode::kParse);
+}
+
+TEST(LogitsFile, NpyHeaderAndDataRoundTrip) {
+  const fs::path path = fs::path(AC_BINARY_DIR) / "runtime-plan-test-logits.npy";
+  const std::vector<float> values = {1.f, -2.f, 3.5f, 0.f, 7.f, -0.25f};
+  ASSERT_TRUE(write_logits(path, values, 2, 3));
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(1, 5), "NUMPY");
+  const size_t header = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  EXPECT_EQ((10 + header) % 64, 0u);
+  EXPECT_NE(bytes.find("'shape': (2, 3)"), std::string::npos);
+  ASSERT_EQ(bytes.size(), 10 + header + values.size() * 4);
+  std::vector<float> back(values.size());
+  std::memcpy(back.data(), bytes.data() + 10 + header, values.size() * 4);
+  EXPECT_EQ(back, values);
+  EXPECT_FALSE(write_logits(fs::path(AC_BINARY_DIR) / "x.txt", values, 2, 3));
+  EXPECT_FALSE(write_logits(path, values, 4, 3));
+}
+
+}  // namespace
+}  // namespace agentcompile::runtime

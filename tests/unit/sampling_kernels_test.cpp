@@ -1,0 +1,24 @@
+// The runtime's sampling kernels compile under NVRTC exactly as the engine compiles them (no host
+// headers: what nvcc tolerates, NVRTC may not), for every architecture the compiler targets.
+#include <gtest/gtest.h>
+
+#include "codegen/nvrtc_compiler.h"
+
+namespace agentcompile {
+namespace {
+
+TEST(SamplingKernels, CompileUnderNvrtc) {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    codegen::NvrtcOptions options;
+    options.arch = arch;
+    options.threads = 1;
+    auto compiled = codegen::compile_all({{"ac_sample", "#include \"sampling.cuh\"\n"}}, options);
+    ASSERT_TRUE(compiled) << compiled.status().to_string();
+    ASSERT_EQ(compiled->size(), 1u);
+    EXPECT_TRUE((*compiled)[0].ok) << arch << ":\n" << (*compiled)[0].log;
+    EXPECT_FALSE((*compiled)[0].cubin.empty());
+  }
+}
+
+}  // namespace
+}  // namespace agentcompile

@@ -1,0 +1,107 @@
+// `agentcompile bench MODEL --workload i128/o128`: the latency of one request, as BENCHMARK.md
+// defines it: a random prompt of I tokens, O tokens generated greedily with no early stop; warm-ups
+// first, then repetitions; the median prefill ms, decode ms/token and total ms. Prefill and decode are
+// timed with CUDA events; the total is the host's wall time of the whole request (which includes
+// them). --json prints one object with the GPU and the commit.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "engine_flags.h"
+#include "git_commit.h"
+
+namespace agentcompile::tools {
+
+namespace {
+
+struct BenchFlags {
+  EngineFlags engine;
+  std::string workload = "i128/o128";
+  int reps = 10, warmup = 2;
+  bool json = false;
+  uint64_t seed = 0;
+};
+
+struct Workload {
+  int64_t input = 0, output = 0;
+};
+
+Workload parse_workload(const std::string& text) {
+  Workload w;
+  long long i = 0, o = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "i%lld/o%lld%c", &i, &o, &tail) != 2 || i < 1 || o < 1)
+    fail("--workload '" + text + "': expected iINPUT/oOUTPUT, e.g. i128/o128");
+  w.input = i;
+  w.output = o;
+  return w;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+void bench(BenchFlags flags) {
+  const Workload w = parse_workload(flags.workload);
+  if (flags.engine.max_context == 0) flags.engine.max_context = w.input + w.output;
+  auto engine = load_engine_or_fail(flags.engine, flags.json);
+  const EngineInfo& info = engine->info();
+
+  std::mt19937_64 rng(flags.seed);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(info.vocab_size - 1));
+  std::vector<int32_t> prompt(static_cast<size_t>(w.input));
+  for (auto& id : prompt) id = pick(rng);
+  GenerateOptions options;
+  options.max_new_tokens = w.output;
+  options.stop_at_eos = false;
+
+  nlohmann::json samples = nlohmann::json::array();
+  std::vector<double> prefill, decode, total;
+  for (int r = 0; r < flags.warmup + flags.reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = engine->generate(prompt, options);
+    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!result) fail(result.status().to_string());
+    if (static_cast<int64_t>(result->tokens.size()) != w.output) fail("generated " + std::to_string(result->tokens.size()) + " tokens, not " + std::to_string(w.output));
+    if (r < flags.warmup) continue;
+    const double per_token = result->decode_steps > 0 ? result->decode_ms / static_cast<double>(result->decode_steps) : 0;
+    prefill.push_back(result->prefill_ms);
+    decode.push_back(per_token);
+    total.push_back(wall_ms);
+    samples.push_back({{"prefill_ms", result->prefill_ms}, {"decode_ms", result->decode_ms}, {"decode_ms_per_token", per_token}, {"total_ms", wall_ms}});
+  }
+  nlohmann::json out{{"system", "agentcompile"}, {"workload", flags.workload}, {"input_tokens", w.input}, {"output_tokens", w.output},
+                     {"prefill_ms", median(prefill)}, {"decode_ms_per_token", median(decode)}, {"total_ms", median(total)},
+                     {"reps", flags.reps}, {"warmup", flags.warmup}, {"samples", samples}, {"gpu", info.gpu}, {"commit", AC_GIT_COMMIT},
+                     {"dtype", info.dtype}, {"model_type", info.model_type}, {"cuda_graph", info.cuda_graph}, {"max_context", info.max_context},
+                     {"decode_launches_per_step", info.decode_launches}, {"artifact", info.artifact}, {"weight_bytes", info.weight_bytes}};
+  if (flags.json) {
+    std::printf("%s\n", out.dump().c_str());
+    return;
+  }
+  std::printf("%s %s on %s, %s (commit %s)\n", info.model_type.c_str(), info.dtype.c_str(), info.gpu.c_str(), flags.workload.c_str(), AC_GIT_COMMIT);
+  std::printf("  prefill   %10.2f ms\n  decode    %10.3f ms/token (%zu launches per step%s)\n  total     %10.1f ms   (median of %d, after %d warm-ups)\n",
+              median(prefill), median(decode), info.decode_launches, info.cuda_graph ? ", CUDA graph" : "", median(total), flags.reps, flags.warmup);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Time one request (prefill + greedy decode) as BENCHMARK.md defines it");
+  auto flags = std::make_shared<BenchFlags>();
+  add_engine_flags(*cmd, flags->engine);
+  cmd->add_option("--workload", flags->workload, "iINPUT/oOUTPUT tokens, e.g. i128/o128");
+  cmd->add_option("--reps", flags->reps, "Timed repetitions")->check(CLI::Range(1, 1000));
+  cmd->add_option("--warmup", flags->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 100));
+  cmd->add_option("--seed", flags->seed, "Seed of the random prompt");
+  cmd->add_flag("--json", flags->json, "Print one JSON object");
+  cmd->callback([flags] { bench(*flags); });
+}
+
+}  // namespace agentcompile::tools

@@ -1,0 +1,189 @@
+// `agentcompile run MODEL (-p TEXT | --tokens IDS | --chat) -n N`: generation on the GPU with the
+// compiled artifact (compiled on first use), streaming tokens as they are sampled. Text prompts go
+// through the model's tokenizer and, unless --raw, its chat template; --tokens streams ids. With
+// --dump-logits the command instead teacher-forces the ids and writes every position's logits.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "engine_flags.h"
+#include "runtime/logits_file.h"
+#include "token_list.h"
+#include "tokenizer/generation_config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace agentcompile::tools {
+
+namespace {
+
+struct RunFlags {
+  EngineFlags engine;
+  std::string prompt, tokens, system, dump_logits;
+  bool chat = false, raw = false, no_think = false, json = false, ignore_eos = false;
+  int64_t new_tokens = 128, prefill = 0;
+  std::optional<float> temperature, top_p, repetition_penalty;
+  std::optional<int> top_k;
+  uint64_t seed = 0;
+};
+
+// Sampling: generation_config.json's defaults, overridden by the flags the user gave.
+SamplingOptions sampling_from(const RunFlags& flags, const std::optional<tokenizer::GenerationConfig>& defaults) {
+  SamplingOptions s;
+  if (defaults && defaults->do_sample) {
+    s.temperature = static_cast<float>(defaults->temperature);
+    s.top_k = static_cast<int>(defaults->top_k);
+    s.top_p = static_cast<float>(defaults->top_p);
+  }
+  if (defaults) s.repetition_penalty = static_cast<float>(defaults->repetition_penalty);
+  if (flags.temperature) s.temperature = *flags.temperature;
+  if (flags.top_k) s.top_k = *flags.top_k;
+  if (flags.top_p) s.top_p = *flags.top_p;
+  if (flags.repetition_penalty) s.repetition_penalty = *flags.repetition_penalty;
+  s.seed = flags.seed;
+  return s;
+}
+
+void dump_logits(Engine& engine, const RunFlags& flags, const std::vector<int32_t>& ids) {
+  const int64_t prefill = flags.prefill > 0 ? flags.prefill : std::max<int64_t>(1, static_cast<int64_t>(ids.size()) / 2);
+  auto logits = engine.teacher_forced_logits(ids, prefill);
+  if (!logits) fail(logits.status().to_string());
+  const int64_t vocab = engine.info().vocab_size;
+  if (Status s = runtime::write_logits(flags.dump_logits, *logits, static_cast<int64_t>(ids.size()), vocab); !s) fail(s.to_string());
+  std::fprintf(stderr, "wrote logits [%zu, %lld] to %s: positions 0..%lld from prefill calls, %lld..%zu from decode steps\n", ids.size(),
+               static_cast<long long>(vocab), flags.dump_logits.c_str(), static_cast<long long>(prefill - 1), static_cast<long long>(prefill),
+               ids.size() - 1);
+}
+
+// One generation, streamed: text through the stream decoder, or ids.
+GenerateResult generate_streaming(Engine& engine, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                                  const tokenizer::Tokenizer* text, bool quiet) {
+  std::optional<tokenizer::StreamDecoder> decoder;
+  if (text) decoder.emplace(*text);
+  if (!quiet && !text) std::printf("tokens:");
+  auto result = engine.generate(prompt, options, [&](int32_t token) {
+    if (quiet) return true;
+    if (decoder)
+      std::fputs(decoder->push(token).c_str(), stdout);
+    else
+      std::printf(" %d", token);
+    std::fflush(stdout);
+    return true;
+  });
+  if (!result) fail(result.status().to_string());
+  if (!quiet) {
+    if (decoder) std::fputs(decoder->finish().c_str(), stdout);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return *result;
+}
+
+void report(const GenerateResult& r, size_t prompt_tokens) {
+  const double per_token = r.decode_steps > 0 ? r.decode_ms / static_cast<double>(r.decode_steps) : 0;
+  std::fprintf(stderr, "%zu prompt tokens, %zu generated (%s): prefill %.2f ms, decode %.3f ms/token\n", prompt_tokens, r.tokens.size(),
+               r.stop_reason.c_str(), r.prefill_ms, per_token);
+}
+
+void run(const RunFlags& flags) {
+  const int modes = !flags.prompt.empty() + !flags.tokens.empty() + flags.chat;
+  if (modes != 1) fail("give exactly one of -p TEXT, --tokens IDS or --chat");
+  if (!flags.dump_logits.empty() && flags.tokens.empty() && flags.prompt.empty()) fail("--dump-logits needs --tokens or -p");
+
+  // The tokenizer, for text in and out (not needed for --tokens).
+  std::optional<tokenizer::Tokenizer> text;
+  if (flags.tokens.empty()) {
+    auto loaded = tokenizer::Tokenizer::from_model_path(flags.engine.model);
+    if (!loaded) fail(loaded.status().to_string());
+    text.emplace(std::move(*loaded));
+  }
+  std::optional<tokenizer::GenerationConfig> defaults;
+  if (auto g = tokenizer::read_generation_config(flags.engine.model); g) defaults = *g;
+
+  auto engine = load_engine_or_fail(flags.engine, flags.json);
+  GenerateOptions options;
+  options.max_new_tokens = flags.new_tokens;
+  options.sampling = sampling_from(flags, defaults);
+  options.stop_at_eos = !flags.ignore_eos;
+  if (defaults) options.extra_stop_ids = defaults->eos_token_ids;
+  if (text)
+    for (int32_t id : tokenizer::stop_token_ids(defaults ? *defaults : tokenizer::GenerationConfig{}, *text)) options.extra_stop_ids.push_back(id);
+
+  tokenizer::ChatOptions chat_options;
+  chat_options.enable_thinking = !flags.no_think;
+  auto encode_turns = [&](const std::vector<tokenizer::ChatMessage>& messages) {
+    auto rendered = text->chat_template().render(messages, chat_options);
+    if (!rendered) fail(rendered.status().to_string() + " (use --raw to send the text without a chat template)");
+    return text->encode(*rendered, /*add_special_tokens=*/false);
+  };
+
+  if (flags.chat) {
+    std::vector<tokenizer::ChatMessage> history;
+    if (!flags.system.empty()) history.push_back({"system", flags.system});
+    std::fprintf(stderr, "chat: type a message and press enter; an empty line or end of input quits\n");
+    std::string line;
+    while (std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
+      history.push_back({"user", line});
+      const std::vector<int32_t> prompt = encode_turns(history);
+      const GenerateResult r = generate_streaming(*engine, prompt, options, &*text, false);
+      std::vector<int32_t> reply = r.tokens;
+      if (!reply.empty() && r.stop_reason == "eos") reply.pop_back();
+      history.push_back({"assistant", text->decode(reply, /*skip_special=*/true)});
+      report(r, prompt.size());
+    }
+    return;
+  }
+
+  std::vector<int32_t> prompt;
+  if (!flags.tokens.empty()) {
+    prompt = parse_token_list(flags.tokens);
+  } else if (flags.raw || text->chat_template().family() == tokenizer::ChatFamily::kNone) {
+    prompt = text->encode(flags.prompt, /*add_special_tokens=*/true);
+  } else {
+    std::vector<tokenizer::ChatMessage> messages;
+    if (!flags.system.empty()) messages.push_back({"system", flags.system});
+    messages.push_back({"user", flags.prompt});
+    prompt = encode_turns(messages);
+  }
+  if (!flags.dump_logits.empty()) return dump_logits(*engine, flags, prompt);
+
+  const GenerateResult r = generate_streaming(*engine, prompt, options, text ? &*text : nullptr, flags.json);
+  if (flags.json) {
+    const double per_token = r.decode_steps > 0 ? r.decode_ms / static_cast<double>(r.decode_steps) : 0;
+    nlohmann::json out{{"prompt_tokens", prompt}, {"generated", r.tokens}, {"stop_reason", r.stop_reason}, {"prefill_ms", r.prefill_ms},
+                       {"decode_ms_per_token", per_token}, {"gpu", engine->info().gpu}, {"cuda_graph", engine->info().cuda_graph}};
+    if (text) out["text"] = text->decode(r.tokens, /*skip_special=*/true);
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    report(r, prompt.size());
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Generate on the GPU with the compiled kernels (compiles the model on first use)");
+  auto flags = std::make_shared<RunFlags>();
+  add_engine_flags(*cmd, flags->engine);
+  cmd->add_option("-p,--prompt", flags->prompt, "Prompt text (the chat template is applied unless --raw)");
+  cmd->add_option("--tokens", flags->tokens, "Prompt token ids, comma-separated (output is ids)");
+  cmd->add_flag("--chat", flags->chat, "Interactive chat on stdin, keeping the conversation");
+  cmd->add_option("--system", flags->system, "System message for -p and --chat");
+  cmd->add_flag("--raw", flags->raw, "Send -p as is, without the chat template");
+  cmd->add_flag("--no-think", flags->no_think, "Qwen3: turn thinking off in the chat template");
+  cmd->add_option("-n,--new-tokens", flags->new_tokens, "Most tokens to generate")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--temperature", flags->temperature, "Sampling temperature (0: greedy; default from generation_config.json, else greedy)");
+  cmd->add_option("--top-k", flags->top_k, "Keep the k most likely tokens (0: off)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--top-p", flags->top_p, "Keep the most likely tokens up to this probability mass (1: off)");
+  cmd->add_option("--repetition-penalty", flags->repetition_penalty, "Penalty for tokens already seen (1: off)");
+  cmd->add_option("--seed", flags->seed, "Sampling seed");
+  cmd->add_flag("--ignore-eos", flags->ignore_eos, "Generate all -n tokens even past an end-of-sequence token");
+  cmd->add_flag("--json", flags->json, "Print one JSON object instead of streaming");
+  cmd->add_option("--dump-logits", flags->dump_logits, "Teacher-force the prompt ids and write every position's logits (.npy or .safetensors)");
+  cmd->add_option("--prefill", flags->prefill, "With --dump-logits: ids that go through prefill (default half)")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->callback([flags] { run(*flags); });
+}
+
+}  // namespace agentcompile::tools

@@ -1,0 +1,45 @@
+// Engine flags and loading for the GPU subcommands.
+#include "engine_flags.h"
+
+#include <cstdio>
+
+#include "commands.h"
+
+namespace agentcompile::tools {
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
+  cmd.add_option("model", flags.model, "HF checkpoint directory or .gguf file")->required();
+  cmd.add_option("--artifact", flags.artifact, "Compiled artifact to run (default: the model's cached artifact, compiled on first use)");
+  cmd.add_option("--cache-dir", flags.cache_dir, "Artifact and NVRTC cache (default ~/.cache/agentcompile)");
+  cmd.add_option("--max-context", flags.max_context, "KV-cache rows (default: the model's maximum, or what memory allows)")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd.add_option("--prefill-chunk", flags.prefill_chunk, "Longest prefill call; longer prompts run in chunks (default min(context, 8192))")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd.add_flag("--no-cuda-graph", flags.no_cuda_graph, "Issue the decode step's launches one by one instead of replaying a CUDA graph");
+  cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
+}
+
+EngineOptions engine_options(const EngineFlags& flags) {
+  EngineOptions options;
+  options.model = flags.model;
+  options.artifact = flags.artifact;
+  options.cache_dir = flags.cache_dir;
+  options.max_context = flags.max_context;
+  options.prefill_chunk = flags.prefill_chunk;
+  options.cuda_graph = !flags.no_cuda_graph;
+  options.compile.max_candidates = flags.max_candidates;
+  return options;
+}
+
+std::unique_ptr<Engine> load_engine_or_fail(const EngineFlags& flags, bool quiet) {
+  auto engine = Engine::load(engine_options(flags), [quiet](const std::string& line) {
+    if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
+  });
+  if (!engine) fail(engine.status().to_string());
+  const EngineInfo& info = (*engine)->info();
+  if (!quiet)
+    std::fprintf(stderr, "engine: %s %s on %s, artifact %s, %zu launches per decode step%s\n", info.model_type.c_str(), info.dtype.c_str(),
+                 info.gpu.c_str(), info.artifact.c_str(), info.decode_launches, info.cuda_graph ? " (CUDA graph)" : " (no CUDA graph)");
+  return std::move(*engine);
+}
+
+}  // namespace agentcompile::tools

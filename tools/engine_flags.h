@@ -1,0 +1,26 @@
+// Flags shared by the subcommands that run a model on the GPU (run, bench): which model and
+// artifact, how much context, CUDA graphs, and the compile settings used on first use.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "agentcompile/engine.h"
+
+namespace agentcompile::tools {
+
+struct EngineFlags {
+  std::string model, artifact, cache_dir;
+  int64_t max_context = 0, prefill_chunk = 0;
+  bool no_cuda_graph = false;
+  int max_candidates = 8;
+};
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
+EngineOptions engine_options(const EngineFlags& flags);
+// Loads the engine with progress on stderr; fails the command with the error otherwise.
+std::unique_ptr<Engine> load_engine_or_fail(const EngineFlags& flags, bool quiet = false);
+
+}  // namespace agentcompile::tools
