@@ -10,9 +10,12 @@
 // Angles: float(pos+t) * inv_freq in float32 (inv_freq is the interpreter's table, rendered as
 // literals), reduced to [-pi, pi] in double so the hardware sin/cos stays accurate at positions
 // of 40k and more (--use_fast_math would otherwise turn sincosf into __sincosf on the full angle).
+// Activations and caches are f32, f16 or bf16 (T); a lane's VEC elements are one access of up to
+// 16 bytes (two for 8 f32 values).
 #pragma once
 
 #include "common.cuh"
+#include "rowwise.cuh"  // load_vec / store_vec: VEC elements of f32, f16 or bf16 per lane
 
 namespace ac {
 
@@ -35,31 +38,6 @@ struct RopeKvParams {
   int tokens;              // T of the call
   int L;                   // cache rows
 };
-
-// VEC 16-bit values as one 4-, 8- or 16-byte access.
-template <int VEC> struct RawVec;
-template <> struct RawVec<2> { using type = unsigned int; };
-template <> struct RawVec<4> { using type = uint2; };
-template <> struct RawVec<8> { using type = uint4; };
-
-template <typename T, int VEC>
-__device__ __forceinline__ void load_vec(const T* ptr, float (&out)[VEC]) {
-  using Raw = typename RawVec<VEC>::type;
-  Raw raw = *reinterpret_cast<const Raw*>(ptr);
-  const T* h = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) out[i] = to_float(h[i]);
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ void store_vec(T* ptr, const float (&in)[VEC]) {
-  using Raw = typename RawVec<VEC>::type;
-  Raw raw;
-  T* h = reinterpret_cast<T*>(&raw);
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) h[i] = from_float<T>(in[i]);
-  *reinterpret_cast<Raw*>(ptr) = raw;
-}
 
 // cos/sin of a float angle of any size: exact-enough reduction to [-pi, pi] in double (angles are
 // below 2^24, so k has at most 22 bits and k * 2pi keeps ~30 bits of margin), then sin/cos there.

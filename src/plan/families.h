@@ -16,5 +16,6 @@ const TemplateFamily& attention_decode_family();
 const TemplateFamily& attention_prefill_family();
 const TemplateFamily& gemm_family();
 const TemplateFamily& cublas_family();
+const TemplateFamily& attention_reference_family();
 
 }  // namespace agentcompile::plan

@@ -23,6 +23,7 @@ std::string render_attention_decode(const plan::Candidate& candidate);
 std::string render_attention_prefill(const plan::Candidate& candidate);
 std::string render_gemm(const plan::Candidate& candidate);
 std::string render_cublas_epilogue(const plan::Candidate& candidate);
+std::string render_attention_reference(const plan::Candidate& candidate);
 
 inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
   static const std::vector<std::pair<std::string, Renderer>> table = {
@@ -37,6 +38,7 @@ inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
       {"attention_prefill", render_attention_prefill},
       {"gemm", render_gemm},
       {"cublas", render_cublas_epilogue},
+      {"attention_reference", render_attention_reference},
   };
   return table;
 }

@@ -1,8 +1,8 @@
 // RoPE + QK-norm + KV-append family (src/kernels/rope_kv.cuh): fusion regions made only of
-// per-head rmsnorm, rope and kv_append. Planning side: the region is read as up to three streams
-// (input -> rmsnorm? -> rope? -> output and/or cache append), the parameter space and the launch
-// geometry (one row per token and head; the grid grows with T). codegen/renderers/rope_kv.cpp
-// writes the source.
+// per-head rmsnorm, rope and kv_append, in f32, f16 or bf16. Planning side: the region is read as
+// up to three streams (input -> rmsnorm? -> rope? -> output and/or cache append), the parameter
+// space and the launch geometry (one row per token and head; the grid grows with T).
+// codegen/renderers/rope_kv.cpp writes the source.
 #include <algorithm>
 #include <bit>
 #include <sstream>
@@ -100,7 +100,7 @@ class RopeKvFamily final : public TemplateFamily {
     const int64_t D = first_type.shape[2].value;
     m.dtype = first_type.dtype;
     m.out_dtype = m.dtype;
-    if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16) return std::nullopt;
+    if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16 && m.dtype != ir::DType::kF32) return std::nullopt;
     if (!any_row_layout(D)) return std::nullopt;
     int64_t rows = 0;
     bool norms = false, ropes = false, appends = false;
@@ -173,19 +173,20 @@ class RopeKvFamily final : public TemplateFamily {
         const int64_t rows_per_block = threads / lanes;
         Choice c;
         c.params = {{"vec", vec}, {"threads", threads}};
-        // Heuristic: 16-byte accesses first; for one token the rows are few, so small blocks spread
-        // them over more SMs; for prompts, larger blocks.
-        const double access = vec == 8 ? 1.0 : vec == 4 ? 0.9 : 0.75;
+        // Heuristic: 16-byte accesses first (f32: 8 values are two of them); for one token the rows
+        // are few, so small blocks spread them over more SMs; for prompts, larger blocks.
+        const int64_t bytes = vec * static_cast<int64_t>(ir::dtype_size(m.dtype));
+        const double access = bytes == 16 ? 1.0 : bytes == 32 ? 0.95 : bytes == 8 ? 0.9 : 0.75;
         const int64_t decode_blocks = (rows + rows_per_block - 1) / rows_per_block;
         const double size = decode ? (threads == 64 ? 1.0 : threads == 128 ? 0.97 : 0.9)
                                    : (threads == 256 ? 1.0 : threads == 128 ? 0.97 : 0.9);
         c.score = access * size;
-        c.notes.push_back(std::to_string(vec * 2) + "-byte accesses, " + std::to_string(lanes) + " lanes per row, " +
+        c.notes.push_back(std::to_string(bytes) + "-byte accesses, " + std::to_string(lanes) + " lanes per row, " +
                           std::to_string(rows_per_block) + " rows per block" +
                           (decode ? ", " + std::to_string(decode_blocks) + " blocks for one token" : ""));
         if (vec == 2 && threads == 128) {
-          c.params["fallback"] = 1;  // 4-byte accesses: the fewest alignment assumptions
-          c.notes.push_back("fallback: 4-byte accesses");
+          c.params["fallback"] = 1;  // the narrowest accesses: the fewest alignment assumptions
+          c.notes.push_back("fallback: " + std::to_string(bytes) + "-byte accesses");
         }
         out.push_back(std::move(c));
       }
