@@ -1,5 +1,5 @@
 // `agentcompile compile MODEL -o OUT`: the whole compiler, with a progress line per stage and a
-// summary table at the end.
+// summary table at the end (and the advice outcomes and the advisor ablation when asked for).
 #include <cstdio>
 
 #include "agentcompile/compiler.h"
@@ -8,12 +8,43 @@
 
 namespace agentcompile::tools {
 
+namespace {
+
+void add_advisor_options(CLI::App* cmd, CompileOptions* options, std::string* advice_cache) {
+  AdvisorOptions& a = options->advisor;
+  cmd->add_option("--advisor", a.backend,
+                  "LLM advisor: none (default), openai, anthropic, command:PROG (prompt on stdin, JSON on stdout), "
+                  "replay:FILE (an artifact's advice.json or its directory)");
+  cmd->add_option("--advisor-url", a.url, "Base URL (OpenAI-compatible: OpenAI, vLLM, llama.cpp server, Ollama; or Anthropic)");
+  cmd->add_option("--advisor-model", a.model, "Model name (openai and anthropic)");
+  cmd->add_option("--advisor-key-env", a.key_env,
+                  "Environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY); keys are never written anywhere");
+  cmd->add_option("--advisor-scope", a.scope, "auto: ask where semantics help (mixed regions, complex epilogues, reduction-pointwise); all: every region")
+      ->check(CLI::IsMember({"auto", "all"}));
+  cmd->add_option("--advisor-cache", *advice_cache, "Advice cache directory (default CACHE_DIR/advice)");
+  cmd->add_option("--advisor-timeout", a.request_timeout_s, "Seconds per advisor request attempt (or command run)")->check(CLI::PositiveNumber);
+  cmd->add_option("--advisor-connect-timeout", a.connect_timeout_s, "Seconds to connect to the advisor server")->check(CLI::PositiveNumber);
+  cmd->add_option("--advisor-retries", a.retries, "Further attempts after a 429, 5xx, timeout or broken transfer")->check(CLI::Range(0, 10));
+  cmd->add_option("--advisor-budget", a.budget_s, "Seconds all of a compile's advice may take")->check(CLI::NonNegativeNumber);
+  SearchOptions& s = options->search;
+  cmd->add_option("--search-budget", s.budget,
+                  "Measure only the first K candidates per region in advisor order (more if none validates); 0: all")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--ablate-advisor", s.ablate_advisor,
+                "Measure every candidate once, then compare heuristic, advisor, random and exhaustive orderings on it (ablation.json)");
+  cmd->add_option("--ablate-budgets", s.ablate_budgets, "Budgets the ablation evaluates, e.g. 1,2,4")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--ablate-seed", s.ablate_seed, "Seed of the ablation's random ordering");
+}
+
+}  // namespace
+
 void add_compile_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "Compile a model into an artifact of selected, validated, measured kernels");
   auto options = std::make_shared<CompileOptions>();
   auto model = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
   auto cache = std::make_shared<std::string>();
+  auto advice_cache = std::make_shared<std::string>();
   cmd->add_option("model", *model, "HF checkpoint directory, a directory or file with only config.json, or a .gguf file")->required();
   cmd->add_option("-o,--output", *output, "Artifact directory")->required();
   cmd->add_option("--device-profile", options->device_profile,
@@ -25,15 +56,20 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--cache-dir", *cache, "NVRTC and artifact cache (default ~/.cache/agentcompile)");
   cmd->add_option("--seeds", options->seeds, "Validation seeds (each with 2 input distributions)")->check(CLI::Range(1, 16));
   cmd->add_option("--repetitions", options->repetitions, "Timed repetitions per candidate")->check(CLI::Range(3, 1000));
-  cmd->callback([options, model, output, cache] {
+  cmd->add_flag("-v,--verbose", options->verbose, "A progress line per advisor exchange, with the reply and every rejection");
+  add_advisor_options(cmd, options.get(), advice_cache.get());
+  cmd->callback([options, model, output, cache, advice_cache] {
     options->model = *model;
     options->output = *output;
     options->cache_dir = *cache;
+    options->advisor.cache_dir = *advice_cache;
     auto summary = compile_model(*options, [](const std::string& line) {
       std::fprintf(stderr, "%s\n", line.c_str());
     });
     if (!summary) fail(summary.status().to_string());
     if (!summary->table.empty()) std::printf("\n%s", summary->table.c_str());
+    if (!summary->advice.empty()) std::printf("\n%s\n", summary->advice.c_str());
+    if (!summary->ablation.empty()) std::printf("\n%s", summary->ablation.c_str());
     std::printf("%s artifact %s in %.1f s: %zu unique regions, %zu candidates, %zu compiled, %s validated, %zu selections%s\n",
                 summary->warm ? "warm:" : "compiled", summary->artifact.string().c_str(), summary->seconds, summary->unique_regions,
                 summary->candidates, summary->compiled, summary->gpu_used ? std::to_string(summary->validated).c_str() : "none",

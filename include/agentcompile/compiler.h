@@ -1,13 +1,38 @@
 // The compiler's public API: a model in, an artifact directory out (DESIGN.md, "compile").
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "agentcompile/status.h"
 
 namespace agentcompile {
+
+// The LLM advisor (DESIGN.md, "advise"; docs/advisor.md). Advice only orders and annotates the
+// compiler's own candidates; selection stays by measured latency of validated candidates.
+struct AdvisorOptions {
+  std::string backend = "none";       // none | openai | anthropic | command:PROG | replay:FILE
+  std::string url;                    // base URL; empty: https://api.openai.com/v1 or https://api.anthropic.com/v1
+  std::string model;                  // required by openai and anthropic
+  std::string key_env;                // environment variable with the API key; empty: OPENAI_API_KEY / ANTHROPIC_API_KEY
+  std::string scope = "auto";         // auto: regions where semantics help; all: every region with candidates
+  std::filesystem::path cache_dir;    // exchanges by request hash; empty: <cache_dir>/advice
+  double connect_timeout_s = 10;      // per HTTP attempt
+  double request_timeout_s = 60;      // per attempt (HTTP) or per run (command)
+  int retries = 3;                    // further attempts after a 429, 5xx, timeout or broken transfer
+  double budget_s = 600;              // wall-clock budget for all of a compile's advice
+};
+
+// Which candidates are measured, and the advisor ablation (DESIGN.md, "measure & select").
+struct SearchOptions {
+  int budget = 0;                     // measure the first K candidates in advisor order; 0: all
+  bool ablate_advisor = false;        // measure every candidate once, then compare orderings on it
+  std::vector<int> ablate_budgets = {1, 2, 4};
+  uint64_t ablate_seed = 0;           // the random ordering's seed
+};
 
 struct CompileOptions {
   std::filesystem::path model;        // HF checkpoint dir, config.json (shapes only) or .gguf
@@ -20,6 +45,9 @@ struct CompileOptions {
   bool force = false;                 // recompile even when an up-to-date artifact exists
   int seeds = 3;                      // validation seeds (x 2 input distributions)
   int repetitions = 30;               // timed repetitions per candidate and bucket
+  bool verbose = false;               // a progress line per advisor exchange, with its reply
+  AdvisorOptions advisor;
+  SearchOptions search;
 };
 
 struct CompileSummary {
@@ -30,6 +58,8 @@ struct CompileSummary {
   size_t ir_nodes = 0, regions = 0, unique_regions = 0, candidates = 0, compiled = 0, validated = 0, selected = 0;
   double seconds = 0;
   std::string table;          // the summary table the CLI prints
+  std::string advice;         // one paragraph on the advice outcomes (empty without an advisor)
+  std::string ablation;       // the advisor ablation table (empty unless asked for)
 };
 
 // Progress lines ("[3/6] generate: 88 candidates, NVRTC 12.1 s"), one per stage and step.

@@ -1,20 +1,26 @@
-// The compile pipeline: capture -> analyze -> plan -> generate -> admit & measure -> select -> emit.
+// The compile pipeline: capture -> analyze -> plan -> advise -> generate -> admit & measure -> select
+// -> emit.
 //
-// Every stage reports a progress line. Without a GPU (none found, or --no-gpu, or a named device
-// profile) the pipeline stops after NVRTC has compiled every candidate and says so: candidates are
-// recorded as unvalidated and unmeasured, and the heuristic order stands in for selection. The
-// artifact is keyed by the IR, the target, the NVRTC version and the options; an up-to-date artifact
-// in the output directory or the cache is reused (a warm compile).
+// Every stage reports a progress line. The advisor (src/advisor) only orders and annotates the
+// candidates each region measures; the search budget and the ablation live in driver/search.cpp.
+// Without a GPU (none found, or --no-gpu, or a named device profile) the pipeline stops after NVRTC
+// has compiled every candidate and says so: candidates are recorded as unvalidated and unmeasured,
+// and the heuristic order stands in for selection. The artifact is keyed by the IR, the target, the
+// NVRTC version and the options (advisor settings included, keys never); an up-to-date artifact in
+// the output directory or the cache is reused (a warm compile).
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "advisor/advisor.h"
+#include "advisor/validate.h"
 #include "agentcompile/compiler.h"
 #include "analysis/extract.h"
 #include "analysis/summary.h"
 #include "codegen/embedded_kernels.h"
 #include "codegen/render.h"
+#include "driver/search.h"
 #include "emit/artifact.h"
 #include "frontend/model_builder.h"
 #include "frontend/model_source.h"
@@ -139,7 +145,34 @@ Expected<CompileSummary> summarize_existing(const fs::path& dir, bool warm) {
     }
     for (const auto& s : region["selection"]) summary.selected += !s["candidate"].is_null();
   }
+  if (meta.contains("advisor") && meta["advisor"].is_object()) summary.advice = meta["advisor"].value("line", "");
+  std::ifstream ablation_in(dir / "ablation.json");
+  const json ablation = json::parse(ablation_in, nullptr, false);
+  if (!ablation.is_discarded() && ablation.is_object()) summary.ablation = ablation.value("table", "");
   return summary;
+}
+
+// The options that change what a compile produces, for the artifact key (never a key or a URL).
+json result_options(const CompileOptions& o, bool gpu) {
+  json advisor = advisor::backend_fingerprint(o.advisor);
+  if (advisor != "none") {
+    advisor = {{"backend", advisor}, {"scope", o.advisor.scope}};
+    if (o.advisor.backend == "openai" || o.advisor.backend == "anthropic") advisor["model"] = o.advisor.model;
+  }
+  return {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
+          {"advisor", advisor}, {"search_budget", o.search.budget},
+          {"ablate_advisor", o.search.ablate_advisor ? json{{"budgets", o.search.ablate_budgets}, {"seed", o.search.ablate_seed}} : json(false)}};
+}
+
+// Totals of the advice into artifact.advisor (settings, counts, the summary line); returns the line.
+std::string advice_summary(emit::Artifact& artifact, const advisor::Advisor& advisor) {
+  std::vector<const advisor::RegionAdvice*> advice;
+  for (const auto& region : artifact.regions) advice.push_back(&region.advice);
+  const advisor::AdviceCounts counts = advisor::count_advice(advice);
+  artifact.advisor = advisor.settings();
+  artifact.advisor["counts"] = advisor::counts_json(counts);
+  artifact.advisor["line"] = advisor::counts_line(artifact.advisor.value("backend", ""), counts);
+  return artifact.advisor["line"];
 }
 
 }  // namespace
@@ -188,13 +221,20 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     }
   }
 
+  for (int budget : options.search.ablate_budgets)
+    if (budget < 1) return error(ErrorCode::kInvalidArgument, "--ablate-budgets: budgets must be positive, not " + std::to_string(budget));
+  if (options.search.budget < 0) return error(ErrorCode::kInvalidArgument, "--search-budget must be 0 (all) or positive");
+  auto log = [&](const std::string& line) {
+    if (options.verbose) progress(line);
+  };
+  AC_ASSIGN_OR_RETURN(auto advisor, advisor::Advisor::create(options.advisor, cache_dir / "advice", advisor::device_json(profile), log));
+
   emit::Artifact artifact;
   artifact.nvrtc_version = codegen::nvrtc_version();
   artifact.module_ir = ir_text;
   artifact.device = device;
   artifact.gpu_used = gpu;
-  artifact.options = {{"max_candidates", options.max_candidates}, {"seeds", options.seeds}, {"repetitions", options.repetitions},
-                      {"no_gpu", options.no_gpu || !gpu}};
+  artifact.options = result_options(options, gpu);
   artifact.key = support::Sha256()
                      .update(kCompilerVersion).update(ir_text).update(profile.arch).update(options.device_profile)
                      .update(artifact.nvrtc_version).update(artifact.options.dump()).update(gpu ? "gpu" : "nogpu")
@@ -277,6 +317,15 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   }
   progress("[2/5] plan: " + std::to_string(candidate_count) + " candidates (at most " + std::to_string(options.max_candidates) + " per region)");
 
+  // Advise: the measuring order of each region (the heuristic order without accepted advice).
+  for (auto& region : artifact.regions) {
+    region.advice = advisor->advise(region.id, region.plan);
+    region.search.order = advisor::advised_order(region.plan.candidates, region.advice.verdict);
+    region.search.order_source = region.advice.verdict.priority.empty() && region.advice.verdict.hints.empty() ? "heuristic" : "advisor";
+    region.search.budget = options.search.ablate_advisor ? 0 : options.search.budget;
+  }
+  if (advisor->enabled()) progress("[2/5] " + advice_summary(artifact, *advisor));
+
   // Generate and compile.
   stage = std::chrono::steady_clock::now();
   std::vector<codegen::CompileJob> jobs;
@@ -306,9 +355,17 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   artifact.times.generate_s = seconds_since(stage);
   progress("[3/5] generate: " + std::to_string(jobs.size()) + " sources, NVRTC compiled " + std::to_string(ok) + " (" +
            std::to_string(hits) + " from cache) in " + fixed(artifact.times.generate_s) + " s");
+  if (advisor->enabled() && ok < jobs.size()) {  // diagnostic hints: recorded, never used as code
+    for (const auto& [r, i] : job_owner) {
+      auto& region = artifact.regions[r];
+      if (!region.compiled[i].ok)
+        region.advice.diagnoses.push_back(advisor->diagnose(region.id, region.plan, region.plan.candidates[i], region.compiled[i].log));
+    }
+  }
 
   // Admit and measure.
   stage = std::chrono::steady_clock::now();
+  std::vector<search::RegionMeasurement> measurements;
   if (gpu) {
     size_t done = 0, validated = 0;
     for (auto& region : artifact.regions) {
@@ -329,15 +386,23 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
         for (const auto& b : f.buckets) admit.timing.push_back({b.timing_tokens, b.timing_tokens + 64, 0});
       else
         admit.timing.push_back(check);
-      AC_ASSIGN_OR_RETURN(region.results, tune::admit_candidates(region_module, check, cases, region.plan.candidates, region.compiled, admit));
+      AC_TRY(search::admit_with_budget(region, [&](const std::vector<plan::Candidate>& subset, const std::vector<codegen::CompileResult>& compiled) {
+        return tune::admit_candidates(region_module, check, cases, subset, compiled, admit);
+      }));
       for (size_t b = 0; b < f.buckets.size(); ++b)
         region.selections.push_back(select_for_bucket(region, per_bucket ? b : 0, f.buckets[b].name));
+      search::record_outcomes(region, per_bucket);
+      if (options.search.ablate_advisor) {
+        measurements.push_back(search::measurement_of(region, f.buckets, per_bucket));
+        measurements.back().orders = search::orderings_of(region, options.search.ablate_seed);
+      }
       size_t region_valid = 0;
       for (const auto& r : region.results) region_valid += r.validated;
       validated += region_valid;
       progress("[4/5] admit " + std::to_string(done) + "/" + std::to_string(artifact.regions.size()) + " " + region.id + " (" +
                analysis::category_name(region.plan.summary.category) + "): " + std::to_string(region_valid) + "/" +
-               std::to_string(region.plan.candidates.size()) + " validated; " + region.selections.front().reason);
+               std::to_string(region.search.spent) + " measured validated (" + region.search.order_source + " order" +
+               (region.search.exhaustive ? "" : ", budget " + std::to_string(region.search.budget)) + "); " + region.selections.front().reason);
     }
     progress("[4/5] admit: " + std::to_string(validated) + " candidates validated in " + fixed(seconds_since(stage)) + " s");
   } else {
@@ -349,10 +414,21 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
         if (region.compiled[i].ok) first = static_cast<int>(i);
       for (const auto& b : f.buckets)
         region.selections.push_back({b.name, first, first >= 0 ? "unmeasured: no GPU, heuristic order" : "no candidate compiled", false});
+      region.search.measured.assign(region.plan.candidates.size(), false);
+      region.search.note = "no GPU: nothing measured; the order and budget are recorded";
+      search::record_outcomes(region, false);
     }
     progress("[4/5] admit: skipped (no GPU): every candidate is unvalidated and unmeasured");
   }
   artifact.times.admit_s = seconds_since(stage);
+  if (options.search.ablate_advisor) search::record_ablation(artifact, measurements, options.search, gpu);
+
+  if (advisor->enabled()) {
+    artifact.advice_record = advisor->record();
+    advice_summary(artifact, *advisor);  // again: diagnoses are in now
+  } else {
+    artifact.advisor = {{"backend", "none"}};
+  }
 
   // Emit.
   stage = std::chrono::steady_clock::now();
@@ -374,6 +450,8 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   summary.regions = total_regions;
   summary.seconds = seconds_since(start);
   summary.table = summary_table(artifact);
+  summary.advice = artifact.advisor.value("line", "");
+  summary.ablation = artifact.ablation_table;
   return summary;
 }
 

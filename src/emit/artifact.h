@@ -2,15 +2,19 @@
 //
 // On disk (DESIGN.md, "emit"): metadata.json (the record of the whole compile), kernels/*.cu (the
 // selected kernels with host launchers), include/ (the templates and the launch signatures),
-// cubin/*.cubin (for direct loading), CMakeLists.txt (builds the kernels into a library), report.md.
+// cubin/*.cubin (for direct loading), CMakeLists.txt (builds the kernels into a library), report.md,
+// advice.json (every advisor exchange by request hash, what --advisor replay:FILE reads) and
+// ablation.json (the advisor ablation, when asked for).
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "advisor/advice.h"
 #include "agentcompile/status.h"
 #include "analysis/regions.h"
 #include "codegen/nvrtc_compiler.h"
@@ -34,12 +38,31 @@ struct Selection {
   bool measured = false;
 };
 
+// How the region's candidates were searched: the measuring order, the budget and what it cost.
+struct SearchRecord {
+  std::vector<int> order;        // candidate indices in measuring order
+  std::string order_source = "heuristic";  // "heuristic" | "advisor"
+  int budget = 0;                // candidates to measure; 0: every one
+  std::vector<bool> measured;    // per candidate: admitted (validated or rejected) and, if valid, timed
+  int spent = 0;                 // candidates admitted
+  bool exhaustive = false;       // every candidate was admitted: regret against the best is known
+  std::string note;              // no GPU, continued past the budget, ablation
+  struct BucketOutcome {
+    std::string bucket;
+    int rank = 0;                     // 1-based position of the selected candidate in `order`; 0: none
+    std::optional<double> regret;     // (selected - best) / best over every candidate; unset: not measured
+  };
+  std::vector<BucketOutcome> buckets;
+};
+
 struct CompiledRegion {
   std::string id;              // "decode.r3"
   plan::RegionPlan plan;
   std::vector<codegen::CompileResult> compiled;   // per candidate
   std::vector<tune::CandidateResult> results;     // per candidate (admission), empty without a GPU
   std::vector<Selection> selections;              // per bucket of the region's function
+  advisor::RegionAdvice advice;                   // what the advisor said and its fate
+  SearchRecord search;
 };
 
 struct CompiledFunction {
@@ -64,6 +87,10 @@ struct Artifact {
   bool gpu_used = false;           // admission and timing ran
   StageTimes times;
   nlohmann::json options;          // the compile options that shaped the result
+  nlohmann::json advisor;          // settings and counts (metadata.json "advisor")
+  nlohmann::json advice_record;    // advice.json; null without an advisor
+  nlohmann::json ablation;         // ablation.json; null unless --ablate-advisor
+  std::string ablation_table;      // the ablation as text (report.md and the CLI)
 };
 
 // Writes the artifact directory (replacing a previous one's files); errors name the path.

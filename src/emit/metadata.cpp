@@ -1,6 +1,7 @@
-// metadata.json: for every region, which candidates existed, what each compiled to, whether it
-// validated (with its errors), its measured latencies, which was selected per bucket and why, and
-// whether the kernel is generated or a library call.
+// metadata.json: for every region, which candidates existed, what the advisor said and what became
+// of each part of it, what each candidate compiled to, whether it was measured (search budget) and
+// validated (with its errors), its measured latencies, which was selected per bucket and why (with
+// its rank in the measuring order), and whether the kernel is generated or a library call.
 #include "emit/artifact.h"
 
 namespace agentcompile::emit {
@@ -36,7 +37,11 @@ json candidate_json(const CompiledRegion& region, size_t i) {
     j["compile"] = {{"ok", compiled.ok}, {"cache_hit", compiled.cache_hit}, {"seconds", compiled.seconds},
                     {"key", compiled.key}, {"log", compiled.log}};
   }
-  if (i < region.results.size()) {
+  const bool outside_budget = i < region.search.measured.size() && !region.search.measured[i] && !region.results.empty();
+  if (outside_budget) {
+    j["validation"] = {{"status", "not measured"}, {"reason", "not measured (outside search budget)"}};
+    j["timings"] = json::array();
+  } else if (i < region.results.size()) {
     const auto& r = region.results[i];
     j["validation"] = {{"status", r.validated ? "validated" : "rejected"}, {"reason", r.rejection}, {"faulted", r.faulted},
                        {"max_abs_error", r.max_abs_error}, {"max_rel_error", r.max_rel_error}, {"cases", r.cases}};
@@ -61,6 +66,68 @@ json summary_json(const analysis::RegionSummary& s) {
               {"intensity", s.intensity}};
 }
 
+constexpr size_t kMaxReplyChars = 2000;
+
+std::string truncated(const std::string& text, size_t limit) {
+  return text.size() > limit ? text.substr(0, limit) + "... [" + std::to_string(text.size()) + " chars]" : text;
+}
+
+json exchange_json(const advisor::Exchange& e) {
+  return json{{"request_hash", e.request_hash}, {"ok", e.ok}, {"source", e.source}, {"attempts", e.attempts},
+              {"seconds", e.seconds}, {"error", e.error}, {"reply", truncated(e.reply, kMaxReplyChars)}};
+}
+
+void verdict_parts(const advisor::Verdict& v, json* out) {
+  json rejected = json::array(), ignored = json::array(), risks = json::array();
+  for (const auto& r : v.rejected) rejected.push_back({{"part", r.part}, {"value", r.value}, {"kind", r.kind}, {"reason", r.reason}});
+  for (const auto& g : v.ignored) ignored.push_back({{"part", g.part}, {"reason", g.reason}});
+  for (const auto& r : v.risks) risks.push_back({{"candidate", r.candidate}, {"kind", r.kind}, {"note", r.note}});
+  (*out)["accepted"] = {{"label", v.label.empty() ? json(nullptr) : json(v.label)}, {"priority", v.priority}, {"hints", v.hints}, {"risks", risks}};
+  (*out)["rejected"] = rejected;
+  (*out)["ignored"] = ignored;
+  (*out)["counts"] = {{"accepted", v.accepted_count()}, {"rejected", v.rejected.size()}, {"ignored", v.ignored.size()}};
+}
+
+// What the advisor said about the region and the fate of every part of it.
+json advice_json(const CompiledRegion& region) {
+  const advisor::RegionAdvice& a = region.advice;
+  json j{{"backend", a.backend}, {"asked", a.asked}, {"why", a.why}};
+  if (a.exchange) {
+    j["request_hash"] = a.exchange->request_hash;
+    j["exchange"] = exchange_json(*a.exchange);
+  }
+  verdict_parts(a.verdict, &j);
+  if (!a.verdict.label.empty()) j["label_agrees"] = a.verdict.label == analysis::category_name(region.plan.summary.category);
+  j["diagnoses"] = json::array();
+  for (const auto& d : a.diagnoses) {
+    json dj{{"candidate", d.exchange.candidate}, {"exchange", exchange_json(d.exchange)}, {"diagnosis", d.text},
+            {"used", "never: diagnostic hints are recorded, not compiled or applied"}};
+    verdict_parts(d.verdict, &dj);
+    j["diagnoses"].push_back(dj);
+  }
+  return j;
+}
+
+// The measuring order, the budget, what was measured, and where each selection ranked.
+json search_json(const CompiledRegion& region) {
+  const SearchRecord& s = region.search;
+  auto id = [&](int i) { return region.plan.candidates[static_cast<size_t>(i)].id; };
+  json order = json::array(), measured = json::array();
+  for (int i : s.order) {
+    order.push_back(id(i));
+    if (static_cast<size_t>(i) < s.measured.size() && s.measured[static_cast<size_t>(i)]) measured.push_back(id(i));
+  }
+  json buckets = json::array();
+  for (const auto& b : s.buckets) {
+    json bj{{"bucket", b.bucket}, {"rank", b.rank > 0 ? json(b.rank) : json(nullptr)}};
+    if (b.regret) bj["regret"] = *b.regret;
+    else bj["regret"] = "not measured";
+    buckets.push_back(bj);
+  }
+  return json{{"order", order}, {"order_source", s.order_source}, {"budget", s.budget > 0 ? json(s.budget) : json("all")},
+              {"measured", measured}, {"spent", s.spent}, {"exhaustive", s.exhaustive}, {"note", s.note}, {"buckets", buckets}};
+}
+
 }  // namespace
 
 json artifact_metadata(const Artifact& a) {
@@ -72,6 +139,7 @@ json artifact_metadata(const Artifact& a) {
   meta["toolkit"] = {{"nvrtc", a.nvrtc_version}};
   meta["options"] = a.options;
   meta["gpu_used"] = a.gpu_used;
+  meta["advisor"] = a.advisor;
   meta["compile_seconds"] = {{"analyze", a.times.analyze_s}, {"plan", a.times.plan_s}, {"generate", a.times.generate_s},
                              {"admit", a.times.admit_s}, {"emit", a.times.emit_s}, {"total", a.times.total_s}};
   meta["functions"] = json::object();
@@ -94,7 +162,7 @@ json artifact_metadata(const Artifact& a) {
     json rj{{"id", region.id}, {"function", region.plan.function}, {"sites", region.plan.sites.size()},
             {"label", analysis::category_name(region.plan.summary.category)}, {"summary", summary_json(region.plan.summary)},
             {"families_matched", region.plan.families_matched}, {"enumerated", region.plan.enumerated},
-            {"unplanned_reason", region.plan.unplanned_reason}, {"advice", nullptr}};
+            {"unplanned_reason", region.plan.unplanned_reason}, {"advice", advice_json(region)}, {"search", search_json(region)}};
     rj["candidates"] = json::array();
     for (size_t i = 0; i < region.plan.candidates.size(); ++i) rj["candidates"].push_back(candidate_json(region, i));
     rj["selection"] = json::array();

@@ -1,4 +1,5 @@
-// report.md: the compile at a glance (the paper's table), then one section per unique region.
+// report.md: the compile at a glance (the paper's table), the advice outcomes and the advisor
+// ablation, then one section per unique region (with what the advisor said and how it was searched).
 #include <cstdio>
 #include <set>
 
@@ -11,6 +12,45 @@ std::string fmt(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
+}
+
+std::string ids(const CompiledRegion& r, const std::vector<int>& indices) {
+  std::string out;
+  for (int i : indices) out += (out.empty() ? "" : ", ") + r.plan.candidates[static_cast<size_t>(i)].id;
+  return out;
+}
+
+// One paragraph per region: the advice and its fate, then the search.
+std::string region_advice(const CompiledRegion& r) {
+  const auto& a = r.advice;
+  std::string out;
+  if (a.backend != "none") {
+    out += "Advice: " + std::string(a.asked ? "asked" : "not asked") + " (" + a.why + ")";
+    if (a.exchange && !a.exchange->ok) out += "; exchange failed: " + a.exchange->error.substr(0, 200);
+    if (a.exchange && a.exchange->ok) {
+      const auto& v = a.verdict;
+      out += "; accepted " + std::to_string(v.accepted_count()) + ", rejected " + std::to_string(v.rejected.size()) + ", ignored " +
+             std::to_string(v.ignored.size());
+      if (!v.label.empty()) out += "; label `" + v.label + "`";
+      if (!v.priority.empty()) {
+        out += "; priority";
+        for (const auto& id : v.priority) out += " " + id;
+      }
+      for (const auto& [name, value] : v.hints) out += "; hint " + name + "=" + std::to_string(value);
+      for (const auto& risk : v.risks) out += "; risk " + risk.candidate + " (" + risk.kind + "): " + risk.note;
+      for (const auto& rejection : v.rejected) out += "; rejected " + rejection.part + " (" + rejection.reason + ")";
+    }
+    for (const auto& d : a.diagnoses)
+      out += "; diagnosis of " + d.exchange.candidate + " (recorded, never used): " + (d.exchange.ok ? d.text.substr(0, 200) : d.exchange.error);
+    out += ".  \n";
+  }
+  const auto& s = r.search;
+  out += "Search: " + s.order_source + " order " + ids(r, s.order) + "; budget " + (s.budget > 0 ? std::to_string(s.budget) : "all") +
+         ", spent " + std::to_string(s.spent) + (s.note.empty() ? "" : " (" + s.note + ")");
+  for (const auto& b : s.buckets)
+    out += "; " + b.bucket + ": rank " + (b.rank > 0 ? std::to_string(b.rank) : "—") + ", regret " +
+           (b.regret ? fmt("%.1f%%", 100 * *b.regret) : "not measured");
+  return out + ".\n\n";
 }
 }  // namespace
 
@@ -40,6 +80,13 @@ std::string artifact_report(const Artifact& a) {
   out += "Stages: analyze " + fmt("%.2f s", a.times.analyze_s) + ", plan " + fmt("%.2f s", a.times.plan_s) + ", generate+compile " +
          fmt("%.2f s", a.times.generate_s) + ", admit+measure " + fmt("%.2f s", a.times.admit_s) + ", emit " + fmt("%.2f s", a.times.emit_s) + ".\n\n";
 
+  if (a.advisor.value("backend", "none") != "none") {
+    out += "## Advice\n\n" + a.advisor.value("line", std::string()) +
+           ".\n\nThe advisor only orders and annotates candidates; selection is by measured latency of validated candidates. "
+           "Every exchange is in advice.json (keyed by request hash; `--advisor replay:advice.json` reproduces it).\n\n";
+  }
+  if (!a.ablation_table.empty()) out += "## Advisor ablation\n\n```\n" + a.ablation_table + "```\n\n";
+
   out += "## Regions\n\n";
   for (const auto& r : a.regions) {
     const auto& s = r.plan.summary;
@@ -64,15 +111,16 @@ std::string artifact_report(const Artifact& a) {
           for (const auto& t : v.timings) timing += (timing.empty() ? "" : ", ") + fmt("%.2f", t.median_us) + " @T=" + std::to_string(t.bindings.T);
         }
       }
+      if (i < r.search.measured.size() && !r.search.measured[i] && !r.results.empty()) validation = "not measured (outside search budget)";
       const bool compiled_ok = i < r.compiled.size() && r.compiled[i].ok;
       out += "| " + c.id + " | `" + c.name() + "` | " + c.source_class + (c.fallback ? " (fallback)" : "") + " | " +
              (compiled_ok ? "yes" : "no") + " | " + validation + " | " + error + " | " + timing + " |\n";
     }
-    out += "\n";
+    out += "\n" + region_advice(r);
     for (const auto& sel : r.selections) {
-      out += "Selected for " + sel.bucket + ": " +
-             (sel.candidate >= 0 ? "`" + r.plan.candidates[static_cast<size_t>(sel.candidate)].name() + "`" : std::string("none")) +
-             " — " + sel.reason + "\n\n";
+      std::string kernel = "none";
+      if (sel.candidate >= 0) kernel = '`' + r.plan.candidates[static_cast<size_t>(sel.candidate)].name() + '`';
+      out += "Selected for " + sel.bucket + ": " + kernel + " — " + sel.reason + "\n\n";
     }
   }
   return out;

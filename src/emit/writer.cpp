@@ -2,7 +2,9 @@
 //
 // kernels/<kernel>.cu holds a selected candidate's source plus an extern "C" host launcher (compiled
 // only by nvcc, not NVRTC) that computes the grid from T exactly as the runtime does; include/ holds
-// the templates those sources include and agentcompile_kernels.h with every launcher's signature.
+// the templates those sources include and agentcompile_kernels.h with every launcher's signature;
+// advice.json and ablation.json sit beside metadata.json when the compile had an advisor or an ablation.
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -76,13 +78,18 @@ Status write_artifact(const Artifact& artifact, const fs::path& dir) {
       if (selection.candidate < 0) continue;
       const size_t index = static_cast<size_t>(selection.candidate);
       const plan::Candidate& c = region.plan.candidates[index];
-      if (c.source_class == "library" || !written.insert(c.name()).second) continue;
+      if (!codegen::has_generated_launch(c) || !written.insert(c.name()).second) continue;  // a library call with an epilogue kernel has a cubin too
       AC_ASSIGN_OR_RETURN(std::string source, codegen::render_source(c));
-      AC_TRY(write_text(dir / "kernels" / (c.name() + ".cu"), source + host_launcher(c)));
+      const bool calls_library = std::any_of(c.launches.begin(), c.launches.end(), [](const plan::Launch& l) { return l.library; });
+      AC_TRY(write_text(dir / "kernels" / (c.name() + ".cu"),
+                        source + (calls_library ? "\n// This candidate also makes a library (cuBLAS) call, recorded in metadata.json; the\n"
+                                                  "// agentcompile runtime issues it, so no standalone host launcher is emitted.\n"
+                                                : host_launcher(c))));
       if (index < region.compiled.size() && region.compiled[index].ok) {
         const auto& cubin = region.compiled[index].cubin;
         AC_TRY(write_text(dir / "cubin" / (c.name() + ".cubin"), std::string(cubin.begin(), cubin.end())));
       }
+      if (calls_library) continue;
       declarations << "// " << region.id << " (" << analysis::category_name(region.plan.summary.category) << "), bucket "
                    << selection.bucket << "\ncudaError_t " << c.name() << "_launch(const void* args, cudaStream_t stream);\n";
     }
@@ -104,6 +111,11 @@ Status write_artifact(const Artifact& artifact, const fs::path& dir) {
   AC_TRY(write_text(dir / "CMakeLists.txt", cmake.str()));
   AC_TRY(write_text(dir / "ir" / "module.ir", artifact.module_ir));
   AC_TRY(write_text(dir / "report.md", artifact_report(artifact)));
+  // advice.json: every advisor exchange by request hash (--advisor replay:FILE reads it); no keys.
+  fs::remove(dir / "advice.json", ec);
+  if (!artifact.advice_record.is_null()) AC_TRY(write_text(dir / "advice.json", artifact.advice_record.dump(1) + "\n"));
+  fs::remove(dir / "ablation.json", ec);
+  if (!artifact.ablation.is_null()) AC_TRY(write_text(dir / "ablation.json", artifact.ablation.dump(1) + "\n"));
   // metadata.json last: its presence marks a complete artifact.
   AC_TRY(write_text(dir / "metadata.json", artifact_metadata(artifact).dump(1) + "\n"));
   return Status::ok();

@@ -1,1 +1,0 @@
-// placeholder so the advisor library exists before its first source lands; removed when it does.
