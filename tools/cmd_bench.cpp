@@ -79,7 +79,7 @@ void bench(BenchFlags flags) {
   nlohmann::json out{{"system", "agentcompile"}, {"workload", flags.workload}, {"input_tokens", w.input}, {"output_tokens", w.output},
                      {"prefill_ms", median(prefill)}, {"decode_ms_per_token", median(decode)}, {"total_ms", median(total)},
                      {"reps", flags.reps}, {"warmup", flags.warmup}, {"samples", samples}, {"gpu", info.gpu}, {"commit", AC_GIT_COMMIT},
-                     {"dtype", info.dtype}, {"model_type", info.model_type}, {"cuda_graph", info.cuda_graph}, {"max_context", info.max_context},
+                     {"dtype", info.dtype}, {"model_type", info.model_type}, {"cuda_graph", info.cuda_graph}, {"programmatic_launch", info.programmatic_launch}, {"max_context", info.max_context},
                      {"decode_launches_per_step", info.decode_launches}, {"artifact", info.artifact}, {"weight_bytes", info.weight_bytes}};
   if (flags.json) {
     std::printf("%s\n", out.dump().c_str());

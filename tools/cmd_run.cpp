@@ -62,9 +62,11 @@ GenerateResult generate_streaming(Engine& engine, const std::vector<int32_t>& pr
                                   const tokenizer::Tokenizer* text, bool quiet) {
   std::optional<tokenizer::StreamDecoder> decoder;
   if (text) decoder.emplace(*text);
-  if (!quiet && !text) std::printf("tokens:");
+  bool started = false;
   auto result = engine.generate(prompt, options, [&](int32_t token) {
     if (quiet) return true;
+    if (!text && !started) std::printf("tokens:");
+    started = true;
     if (decoder)
       std::fputs(decoder->push(token).c_str(), stdout);
     else
@@ -74,6 +76,7 @@ GenerateResult generate_streaming(Engine& engine, const std::vector<int32_t>& pr
   });
   if (!result) fail(result.status().to_string());
   if (!quiet) {
+    if (!text && !started) std::printf("tokens:");
     if (decoder) std::fputs(decoder->finish().c_str(), stdout);
     std::printf("\n");
     std::fflush(stdout);
@@ -107,8 +110,8 @@ void run(const RunFlags& flags) {
   options.max_new_tokens = flags.new_tokens;
   options.sampling = sampling_from(flags, defaults);
   options.stop_at_eos = !flags.ignore_eos;
-  if (defaults) options.extra_stop_ids = defaults->eos_token_ids;
-  if (text)
+  if (defaults && !flags.ignore_eos) options.extra_stop_ids = defaults->eos_token_ids;
+  if (text && !flags.ignore_eos)
     for (int32_t id : tokenizer::stop_token_ids(defaults ? *defaults : tokenizer::GenerationConfig{}, *text)) options.extra_stop_ids.push_back(id);
 
   tokenizer::ChatOptions chat_options;

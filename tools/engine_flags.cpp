@@ -15,6 +15,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
   cmd.add_option("--prefill-chunk", flags.prefill_chunk, "Longest prefill call; longer prompts run in chunks (default min(context, 8192))")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd.add_flag("--no-cuda-graph", flags.no_cuda_graph, "Issue the decode step's launches one by one instead of replaying a CUDA graph");
+  cmd.add_flag("--no-pdl", flags.no_pdl, "Launch decode kernels without programmatic dependent launch (ablation)");
   cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
 }
 
@@ -26,6 +27,7 @@ EngineOptions engine_options(const EngineFlags& flags) {
   options.max_context = flags.max_context;
   options.prefill_chunk = flags.prefill_chunk;
   options.cuda_graph = !flags.no_cuda_graph;
+  options.programmatic_launch = !flags.no_pdl;
   options.compile.max_candidates = flags.max_candidates;
   return options;
 }
@@ -37,8 +39,9 @@ std::unique_ptr<Engine> load_engine_or_fail(const EngineFlags& flags, bool quiet
   if (!engine) fail(engine.status().to_string());
   const EngineInfo& info = (*engine)->info();
   if (!quiet)
-    std::fprintf(stderr, "engine: %s %s on %s, artifact %s, %zu launches per decode step%s\n", info.model_type.c_str(), info.dtype.c_str(),
-                 info.gpu.c_str(), info.artifact.c_str(), info.decode_launches, info.cuda_graph ? " (CUDA graph)" : " (no CUDA graph)");
+    std::fprintf(stderr, "engine: %s %s on %s, artifact %s, %zu launches per decode step (%s, %s)\n", info.model_type.c_str(), info.dtype.c_str(),
+                 info.gpu.c_str(), info.artifact.c_str(), info.decode_launches, info.cuda_graph ? "CUDA graph" : "no CUDA graph",
+                 info.programmatic_launch ? "programmatic dependent launch" : "plain launches");
   return std::move(*engine);
 }
 

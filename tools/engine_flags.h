@@ -14,7 +14,7 @@ namespace agentcompile::tools {
 struct EngineFlags {
   std::string model, artifact, cache_dir;
   int64_t max_context = 0, prefill_chunk = 0;
-  bool no_cuda_graph = false;
+  bool no_cuda_graph = false, no_pdl = false;
   int max_candidates = 8;
 };
 

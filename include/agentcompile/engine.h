@@ -34,6 +34,7 @@ struct EngineOptions {
   int64_t max_context = 0;            // KV-cache rows; 0: the model's maximum, or what memory allows
   int64_t prefill_chunk = 0;          // longest prefill call; longer prompts run in chunks; 0: min(context, 8192)
   bool cuda_graph = true;             // capture the decode step once and replay it
+  bool programmatic_launch = true;    // decode kernels start while their producer drains (sm_90+ only)
   CompileOptions compile;             // used when the artifact must be (re)compiled; model/output are set by the engine
 };
 
@@ -70,6 +71,7 @@ struct EngineInfo {
   int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
   size_t decode_launches = 0;         // kernel launches in one decode step (sampling included)
   bool cuda_graph = true;
+  bool programmatic_launch = false;   // in effect (requested and supported by the GPU)
   bool compiled_now = false;          // the artifact was compiled (or recompiled) by this load
   std::string compile_note;           // why a compile ran
 };

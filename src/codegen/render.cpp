@@ -37,9 +37,23 @@ bool has_generated_launch(const plan::Candidate& candidate) {
 Expected<std::string> render_source(const plan::Candidate& candidate) {
   if (!has_generated_launch(candidate))
     return error(ErrorCode::kInvalidArgument, candidate.id + " (" + candidate.family + ") is library calls only: it has no source");
-  for (const auto& [family, renderer] : renderers())
-    if (family == candidate.family) return renderer(candidate);
+  for (const auto& [family, renderer] : renderers()) {
+    if (family != candidate.family) continue;
+    return with_producer_wait(renderer(candidate));
+  }
   return error(ErrorCode::kInternal, "no renderer for template family '" + candidate.family + "'");
+}
+
+// Programmatic dependent launch: the runtime may start a kernel before the one it follows has
+// finished (its launch and block scheduling then overlap the producer's tail), so every generated
+// kernel's first statement waits until the producer grid's writes are visible. Inserted here, once
+// for every family, after the one kernel signature all renderers emit.
+std::string with_producer_wait(std::string source) {
+  const std::string signature = "(const ac::RegionArgs a) {\n";
+  const std::string wait = "  ac::wait_for_producer_grid();\n";
+  for (size_t at = source.find(signature); at != std::string::npos; at = source.find(signature, at + signature.size() + wait.size()))
+    source.insert(at + signature.size(), wait);
+  return source;
 }
 
 }  // namespace agentcompile::codegen

@@ -26,4 +26,8 @@ std::string slot_expression(const std::string& slot);
 // "static_cast<const T*>(a.in[3])" for a role of the match, or "nullptr" when the role is absent.
 std::string role_pointer(const plan::Match& match, const std::string& role, const std::string& type, bool is_const);
 
+// Inserts the programmatic-dependent-launch wait (ac::wait_for_producer_grid) as the first
+// statement of every kernel in `source` (every function with the RegionArgs signature).
+std::string with_producer_wait(std::string source);
+
 }  // namespace agentcompile::codegen

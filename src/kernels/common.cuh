@@ -23,6 +23,16 @@ struct RegionArgs {
 // The first position of a call is a region input (an i32 scalar in device memory, read on the
 // device so a captured CUDA graph replays with the current position).
 
+// Programmatic dependent launch (sm_90+): a kernel launched with programmatic stream serialization
+// may begin while the kernel before it is still running; this blocks until that grid has completed
+// and its writes are visible. Generated kernels call it first (codegen inserts it). Without the launch
+// attribute, or below sm_90, it costs nothing.
+__device__ __forceinline__ void wait_for_producer_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }

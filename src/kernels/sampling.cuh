@@ -90,12 +90,25 @@ __device__ unsigned radix_threshold(const SamplerArgs& a, SampleShared& s, float
     for (int d = threadIdx.x; d < 256; d += blockDim.x) s.hist[d] = 0;
     __syncthreads();
     const unsigned prefix = s.prefix;
-    for (int i = threadIdx.x; i < a.V; i += blockDim.x) {
-      const float scaled = penalized_logit(a, i) * inv_temperature;
-      const unsigned key = order_key(scaled);
-      if (key < floor_key) continue;
-      if (pass > 0 && (key >> (shift + 8)) != prefix) continue;
-      atomicAdd(&s.hist[(key >> shift) & 0xFF], kByMass ? fixed_weight(scaled, max_scaled) : 1ull);
+    // Logits cluster in a few digits, so lanes of a warp that share a digit add their weights
+    // together first and one of them updates the histogram: no 32-way same-address atomics.
+    const int lane = threadIdx.x % 32;
+    for (int base = threadIdx.x - lane; base < a.V; base += blockDim.x) {
+      const int i = base + lane;
+      int digit = -1;
+      unsigned long long weight = 0;
+      if (i < a.V) {
+        const float scaled = penalized_logit(a, i) * inv_temperature;
+        const unsigned key = order_key(scaled);
+        if (key >= floor_key && (pass == 0 || (key >> (shift + 8)) == prefix)) {
+          weight = kByMass ? fixed_weight(scaled, max_scaled) : 1ull;
+          if (weight) digit = static_cast<int>((key >> shift) & 0xFF);
+        }
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, digit);
+      unsigned long long sum = 0;
+      for (unsigned rest = peers; rest; rest &= rest - 1) sum += __shfl_sync(peers, weight, __ffs(rest) - 1);
+      if (digit >= 0 && lane == __ffs(peers) - 1) atomicAdd(&s.hist[digit], sum);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -195,6 +208,7 @@ __device__ int sample_token(const SamplerArgs& a, SampleShared& s) {
 // Greedy, first pass: every block folds its share into one atomic maximum. The packed value orders
 // by logit, then by lower index (Hugging Face's argmax returns the first maximum).
 extern "C" __global__ void __launch_bounds__(256) ac_sample_argmax_partial(const ac::SamplerArgs* __restrict__ args) {
+  ac::wait_for_producer_grid();
   const ac::SamplerArgs a = *args;
   unsigned long long best = 0;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.V; i += gridDim.x * blockDim.x) {
@@ -215,6 +229,7 @@ extern "C" __global__ void __launch_bounds__(256) ac_sample_argmax_partial(const
 
 // Second pass: picks the token (greedy: from the partial maxima; else by sampling) and hands it on.
 extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample_finish(const ac::SamplerArgs* __restrict__ args) {
+  ac::wait_for_producer_grid();
   const ac::SamplerArgs a = *args;
   __shared__ ac::SampleShared s;
   int token;

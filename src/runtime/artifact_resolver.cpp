@@ -95,7 +95,7 @@ Expected<ResolvedArtifact> resolve_artifact(const EngineOptions& options, const 
       resolved.note = "using " + options.artifact.string();
       return resolved;
     }
-    resolved.note = "the artifact " + options.artifact.string() + " does not fit this model: " + why + "; compiling the model's own artifact";
+    resolved.note = "the artifact " + options.artifact.string() + " does not fit this model: " + why + "; recompiling for this model";
     say(resolved.note);
   }
   CompileOptions compile = options.compile;

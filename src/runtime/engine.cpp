@@ -131,6 +131,8 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   AC_ASSIGN_OR_RETURN(bind.arguments, function_arguments(*prefill_fn, prefill_tokens_.ptr(), sampler_->position()));
   AC_ASSIGN_OR_RETURN(prefill_, runtime::FunctionExecutor::create(*prefill_fn, artifact_, kernels_, bind, budget.prefill_chunk));
   AC_ASSIGN_OR_RETURN(bind.arguments, function_arguments(*decode_fn, sampler_->next_token(), sampler_->position()));
+  info.programmatic_launch = options.programmatic_launch && context_->info().sm_major >= 9;
+  bind.programmatic_launch = info.programmatic_launch;
   AC_ASSIGN_OR_RETURN(decode_, runtime::FunctionExecutor::create(*decode_fn, artifact_, kernels_, bind, 1));
   AC_ASSIGN_OR_RETURN(CUdeviceptr decode_logits, decode_->result_address(1, 0));
   AC_TRY(sampler_->configure(DeviceSampler::Use::kDecode, decode_logits, 1));
@@ -152,7 +154,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
 
 Status Engine::Impl::run_decode_step() {
   AC_TRY(decode_->enqueue(1, context_->stream()));
-  return sampler_->enqueue(DeviceSampler::Use::kDecode, context_->stream());
+  return sampler_->enqueue(DeviceSampler::Use::kDecode, context_->stream(), info.programmatic_launch);
 }
 
 Status Engine::Impl::check_ids(std::span<const int32_t> ids, const char* what) const {

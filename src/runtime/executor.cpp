@@ -151,7 +151,7 @@ Status FunctionExecutor::enqueue(int64_t tokens, CUstream stream) {
       const unsigned gx = static_cast<unsigned>(launch.grid_x.at(tokens)), gy = static_cast<unsigned>(launch.grid_y.at(tokens)),
                      gz = static_cast<unsigned>(launch.grid_z.at(tokens));
       AC_TRY(tune::launch_kernel(kernel->functions[l], launch.kernel, gx, gy, gz, static_cast<unsigned>(launch.block_x),
-                                 static_cast<unsigned>(launch.shared_bytes), stream, &args));
+                                 static_cast<unsigned>(launch.shared_bytes), stream, &args, bindings_.programmatic_launch));
     }
   }
   return Status::ok();

@@ -43,6 +43,7 @@ class FunctionExecutor {
     const KvCache* cache = nullptr;
     tune::LibraryRunner* library = nullptr;  // needed only when a selected kernel is a library call
     std::vector<CUdeviceptr> arguments;      // per function argument (tokens, pos)
+    bool programmatic_launch = false;        // launch generated kernels with programmatic dependent launch (sm_90+)
   };
 
   // Loads every kernel the function can use for calls of 1..max_tokens tokens and plans its arena.

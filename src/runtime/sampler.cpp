@@ -116,13 +116,10 @@ Status DeviceSampler::configure(Use use, CUdeviceptr logits, int advance) {
   return upload_args(use);
 }
 
-Status DeviceSampler::enqueue(Use use, CUstream stream) {
-  CUdeviceptr args = args_.ptr() + static_cast<size_t>(use) * sizeof(SamplerArgs);
-  void* params[] = {&args};
-  AC_CU(api().LaunchKernel(partial_, static_cast<unsigned>(partial_blocks_), 1, 1, 256, 1, 1, 0, stream, params, nullptr),
-        "cuLaunchKernel(ac_sample_argmax_partial)");
-  AC_CU(api().LaunchKernel(finish_, 1, 1, 1, 1024, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel(ac_sample_finish)");
-  return Status::ok();
+Status DeviceSampler::enqueue(Use use, CUstream stream, bool programmatic) {
+  const CUdeviceptr args = args_.ptr() + static_cast<size_t>(use) * sizeof(SamplerArgs);
+  AC_TRY(tune::launch_kernel(partial_, "ac_sample_argmax_partial", static_cast<unsigned>(partial_blocks_), 1, 1, 256, 0, stream, &args, programmatic));
+  return tune::launch_kernel(finish_, "ac_sample_finish", 1, 1, 1, 1024, 0, stream, &args, programmatic);
 }
 
 int32_t DeviceSampler::token_of_step(int64_t step) const {

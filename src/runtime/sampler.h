@@ -34,8 +34,9 @@ class DeviceSampler {
   Status set_next_token(int32_t token);
   // Where `use` reads its logits and how many positions the producing call consumed.
   Status configure(Use use, CUdeviceptr logits, int advance);
-  // Enqueues the two sampling launches for `use` (capturable).
-  Status enqueue(Use use, CUstream stream);
+  // Enqueues the two sampling launches for `use` (capturable); `programmatic`: with programmatic
+  // dependent launch, as the decode step's kernels are.
+  Status enqueue(Use use, CUstream stream, bool programmatic = false);
   // Token of step `step`, once the work that produced it has completed.
   int32_t token_of_step(int64_t step) const;
   static constexpr int64_t kRing = 4096;

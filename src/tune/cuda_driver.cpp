@@ -143,12 +143,29 @@ Expected<CUfunction> CudaModule::function(const std::string& name) const {
 }
 
 Status launch_kernel(CUfunction function, const std::string& name, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                     unsigned block_x, unsigned shared_bytes, CUstream stream, const void* args) {
+                     unsigned block_x, unsigned shared_bytes, CUstream stream, const void* args, bool programmatic_dependency) {
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status::ok();  // nothing to do (e.g. zero tokens)
   if (shared_bytes > 48 * 1024)
     AC_CU(api().FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           "cuFuncSetAttribute(" + name + ", dynamic shared " + std::to_string(shared_bytes) + ")");
   void* params[] = {const_cast<void*>(args)};
+  if (programmatic_dependency) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid_x;
+    config.gridDimY = grid_y;
+    config.gridDimZ = grid_z;
+    config.blockDimX = block_x;
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = shared_bytes;
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return cuda_status(api().LaunchKernelEx(&config, function, params, nullptr), "cuLaunchKernelEx(" + name + ")");
+  }
   return cuda_status(api().LaunchKernel(function, grid_x, grid_y, grid_z, block_x, 1, 1, shared_bytes, stream, params, nullptr),
                      "cuLaunchKernel(" + name + ")");
 }

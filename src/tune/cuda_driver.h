@@ -81,8 +81,11 @@ class CudaModule {
 };
 
 // Launches `function` with its one by-value argument, ac::RegionArgs (`args` points to the host mirror).
+// With `programmatic_dependency` (sm_90+), the kernel may start before the previous kernel in the
+// stream finishes; generated kernels wait for it in their first statement (ac::wait_for_producer_grid).
 Status launch_kernel(CUfunction function, const std::string& name, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                     unsigned block_x, unsigned shared_bytes, CUstream stream, const void* args);
+                     unsigned block_x, unsigned shared_bytes, CUstream stream, const void* args,
+                     bool programmatic_dependency = false);
 
 // Asynchronous device-to-device copy of `bytes` from src to dst on `stream`.
 Status copy_device(const DeviceBuffer& dst, const DeviceBuffer& src, size_t bytes, CUstream stream);

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <map>
 
+#include <unistd.h>
+
 #include "frontend/model_builder.h"
 #include "frontend/model_config.h"
 #include "ir/text.h"
@@ -36,7 +38,8 @@ const fs::path kConfig = fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small
 // One no-GPU compile shared by the tests of this file.
 const fs::path& artifact_dir() {
   static const fs::path dir = [] {
-    const fs::path work = fs::path(AC_BINARY_DIR) / "runtime-plan-test";
+    // ctest runs each test of this file as its own process, in parallel: one directory per process.
+    const fs::path work = fs::path(AC_BINARY_DIR) / ("runtime-plan-test-" + std::to_string(getpid()));
     fs::remove_all(work);
     std::string output;
     const int rc = run(std::string(AC_CLI) + " compile " + kConfig.string() + " -o " + (work / "artifact").string() +
@@ -159,7 +162,7 @@ TEST(RuntimeArtifact, RefusesArtifactsThatDoNotFit) {
 }
 
 TEST(RuntimeArtifact, MissingKernelAndMalformedMetadataAreErrors) {
-  const fs::path copy = fs::path(AC_BINARY_DIR) / "runtime-plan-test" / "broken";
+  const fs::path copy = artifact_dir().parent_path() / "broken";
   fs::remove_all(copy);
   fs::copy(artifact_dir(), copy, fs::copy_options::recursive);
   const fs::path victim = *fs::directory_iterator(copy / "cubin");
