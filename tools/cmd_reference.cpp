@@ -1,6 +1,10 @@
-// `agentcompile reference MODEL --tokens IDS -n N`: greedy generation on the CPU reference interpreter.
-// This is the numerical ground truth the compiled kernels are held to, and the no-GPU path of the demo.
+// `agentcompile reference MODEL (--tokens IDS | -p TEXT) -n N`: greedy generation on the CPU reference
+// interpreter. This is the numerical ground truth the compiled kernels are held to, and the no-GPU path
+// of the demo. A text prompt goes through the model's tokenizer and chat template (unless --raw); the
+// reply is printed as text, cut at the first end-of-sequence token.
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 
 #include "commands.h"
@@ -9,6 +13,8 @@
 #include "frontend/model_source.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
+#include "tokenizer/generation_config.h"
+#include "tokenizer/tokenizer.h"
 
 namespace agentcompile::tools {
 
@@ -16,14 +22,32 @@ namespace {
 
 struct ReferenceOptions {
   std::string model;
-  std::string tokens;
+  std::string tokens, prompt;
+  bool raw = false;
   int new_tokens = 16;
   int64_t max_context = 0;
   int threads = 0;
 };
 
 void run_reference(const ReferenceOptions& options) {
-  const std::vector<int32_t> prompt = parse_token_list(options.tokens);
+  if (options.tokens.empty() == options.prompt.empty()) fail("give exactly one of --tokens IDS or -p TEXT");
+  std::optional<tokenizer::Tokenizer> text;
+  std::vector<int32_t> prompt;
+  if (!options.tokens.empty()) {
+    prompt = parse_token_list(options.tokens);
+  } else {
+    auto loaded = tokenizer::Tokenizer::from_model_path(options.model);
+    if (!loaded) fail(loaded.status().to_string());
+    text.emplace(std::move(*loaded));
+    if (options.raw || text->chat_template().family() == tokenizer::ChatFamily::kNone) {
+      prompt = text->encode(options.prompt, /*add_special_tokens=*/true);
+    } else {
+      const std::vector<tokenizer::ChatMessage> messages = {{"user", options.prompt}};
+      auto rendered = text->chat_template().render(messages);
+      if (!rendered) fail(rendered.status().to_string() + " (use --raw to skip the chat template)");
+      prompt = text->encode(*rendered, /*add_special_tokens=*/false);
+    }
+  }
   auto source = frontend::open_model(options.model, /*with_weights=*/true);
   if (!source) fail(source.status().to_string());
   auto module = frontend::build_module(source->config);
@@ -48,6 +72,19 @@ void run_reference(const ReferenceOptions& options) {
   if (!generation) fail(generation.status().to_string());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+  if (text) {
+    auto config = tokenizer::read_generation_config(options.model);
+    const std::vector<int32_t> stops = tokenizer::stop_token_ids(config ? *config : tokenizer::GenerationConfig{}, *text);
+    std::vector<int32_t> reply;
+    for (int32_t token : generation->tokens) {
+      if (std::find(stops.begin(), stops.end(), token) != stops.end()) break;
+      reply.push_back(token);
+    }
+    std::printf("%s\n", text->decode(reply, /*skip_special=*/true).c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "reference interpreter (CPU, fp32): %zu prompt + %d new tokens in %.2f s\n", prompt.size(), options.new_tokens, seconds);
+    return;
+  }
   std::printf("tokens:");
   for (int32_t token : generation->tokens) std::printf(" %d", token);
   std::printf("\n");
@@ -62,7 +99,9 @@ void add_reference_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("reference", "Generate greedily with the CPU reference interpreter (fp32)");
   auto options = std::make_shared<ReferenceOptions>();
   cmd->add_option("model", options->model, "HF checkpoint directory or .gguf file")->required();
-  cmd->add_option("--tokens", options->tokens, "Prompt token ids, comma-separated")->required();
+  cmd->add_option("--tokens", options->tokens, "Prompt token ids, comma-separated (prints ids)");
+  cmd->add_option("-p,--prompt", options->prompt, "Prompt text, sent through the chat template unless --raw (prints text)");
+  cmd->add_flag("--raw", options->raw, "With -p: no chat template");
   cmd->add_option("-n,--new-tokens", options->new_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-context", options->max_context, "KV-cache rows to allocate (default: prompt + n)");
   cmd->add_option("--threads", options->threads, "CPU threads (default: all cores)");
