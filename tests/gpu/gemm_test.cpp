@@ -63,7 +63,9 @@ void admit_gemm_regions(const tune::DeviceInfo& gpu, const std::string& config, 
                   r.validated ? "ok " : "REJ", r.max_rel_error, r.median_us, r.p10_us, r.p90_us, tflops,
                   r.rejection.substr(0, 160).c_str());
       EXPECT_TRUE(r.validated) << r.name << ": " << r.rejection;
-      if (r.validated) EXPECT_EQ(r.cases, 2 * seeds) << r.name;
+      if (r.validated) {
+        EXPECT_EQ(r.cases, 2 * seeds) << r.name;
+      }
     }
     std::printf("  best %.1f TFLOP/s (%.0f%% of the %.0f TFLOP/s peak, %.2fx the floor): %s\n", best, 100 * best / kPeakTflops,
                 kPeakTflops, best > 0 ? kPeakTflops / best : 0.0, best_name.c_str());

@@ -58,7 +58,9 @@ TEST(GemvAdmission, EveryRegionHasValidatedCandidatesAndTimings) {
                   r.measured ? bytes / (r.median_us * 1e-6) / 1e9 : 0.0,
                   r.measured ? 100.0 * bytes / (r.median_us * 1e-6) / 1e9 / *bandwidth : 0.0, r.rejection.c_str());
       EXPECT_TRUE(r.validated) << r.name << ": " << r.rejection;
-      if (r.validated) EXPECT_GE(r.cases, 6);
+      if (r.validated) {
+        EXPECT_GE(r.cases, 6);
+      }
     }
     EXPECT_GT(validated, 0);
   }
@@ -70,7 +72,7 @@ plan::Candidate planted(const plan::Candidate& like, const std::string& name) {
   c.id = name;
   c.family = "planted";
   c.spelled_name = name;
-  c.launches = {plan::Launch{name, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 128, 0, false}};
+  c.launches = {plan::Launch{name, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 128, 0, false, {}}};
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include "command_runner.h"
 
 namespace agentcompile {
 namespace {
@@ -22,24 +23,8 @@ using json = nlohmann::json;
 const fs::path kWork = fs::path(AC_BINARY_DIR) / "advisor-command-test";
 const std::string kConfig = std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/small-qwen3.json";
 
-struct CliRun {
-  int status = -1;
-  std::string output;
-  double seconds = 0;
-};
-
-CliRun run(const std::string& command) {
-  CliRun r;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, n);
-  r.status = pclose(pipe);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
-}
+using CliRun = testing::CommandRun;
+CliRun run(const std::string& command) { return testing::run_command(command); }
 
 CliRun compile(const std::string& name, const std::string& advisor_flags) {
   fs::remove_all(kWork / name);

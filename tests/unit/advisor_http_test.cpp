@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "scripted_http_server.h"
+#include "command_runner.h"
 
 namespace agentcompile {
 namespace {
@@ -30,24 +31,8 @@ const fs::path kWork = fs::path(AC_BINARY_DIR) / "advisor-http-test";
 const std::string kConfig = std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/small-qwen3.json";
 const std::string kKey = "sk-advisor-http-test-key-0123456789";
 
-struct CliRun {
-  int status = -1;
-  std::string output;
-  double seconds = 0;
-};
-
-CliRun run(const std::string& command) {
-  CliRun r;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, n);
-  r.status = pclose(pipe);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
-}
+using CliRun = testing::CommandRun;
+CliRun run(const std::string& command) { return testing::run_command(command); }
 
 json read_json(const fs::path& path) {
   std::ifstream in(path);

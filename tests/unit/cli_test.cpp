@@ -10,27 +10,15 @@
 #include "frontend/model_builder.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "command_runner.h"
 
 namespace agentcompile {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
-
-CliRun run_cli(const std::string& args) {
-  CliRun run;
-  FILE* pipe = popen((std::string(AC_CLI) + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.output.append(buffer, n);
-  run.status = pclose(pipe);
-  return run;
-}
+using CliRun = testing::CommandRun;
+using testing::run_cli;
 
 fs::path scratch(const std::string& name) {
   fs::path dir = fs::path(AC_BINARY_DIR) / "cli-test" / name;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include "command_runner.h"
 
 namespace agentcompile {
 namespace {
@@ -14,12 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 
 int run(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  return pclose(pipe);
+  testing::CommandRun r = testing::run_command(command);
+  output->append(r.output);
+  return r.status;
 }
 
 TEST(Compile, NoGpuCompilesEveryCandidateAndTheArtifactBuilds) {

@@ -18,6 +18,7 @@
 #include "runtime/artifact_resolver.h"
 #include "runtime/logits_file.h"
 #include "runtime/memory_plan.h"
+#include "command_runner.h"
 
 namespace agentcompile::runtime {
 namespace {
@@ -25,12 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 
 int run(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  return pclose(pipe);
+  testing::CommandRun r = testing::run_command(command);
+  output->append(r.output);
+  return r.status;
 }
 
 const fs::path kConfig = fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json";

@@ -5,25 +5,12 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include "command_runner.h"
 
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CliRun run_cli(const std::string& args) {
-  CliRun run;
-  FILE* pipe = popen((std::string(AC_CLI) + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.output.append(buffer, n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using CliRun = agentcompile::testing::CommandRun;
+using agentcompile::testing::run_cli;
 
 const std::string kQwen3 = std::string(AC_SOURCE_DIR) + "/tests/fixtures/tokenizer/qwen3";
 const std::string kLlama3 = std::string(AC_SOURCE_DIR) + "/tests/fixtures/tokenizer/llama3";
