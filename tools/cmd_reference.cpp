@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "prompt.h"
 #include "token_list.h"
 #include "frontend/model_builder.h"
 #include "frontend/model_source.h"
@@ -39,14 +40,7 @@ void run_reference(const ReferenceOptions& options) {
     auto loaded = tokenizer::Tokenizer::from_model_path(options.model);
     if (!loaded) fail(loaded.status().to_string());
     text.emplace(std::move(*loaded));
-    if (options.raw || text->chat_template().family() == tokenizer::ChatFamily::kNone) {
-      prompt = text->encode(options.prompt, /*add_special_tokens=*/true);
-    } else {
-      const std::vector<tokenizer::ChatMessage> messages = {{"user", options.prompt}};
-      auto rendered = text->chat_template().render(messages);
-      if (!rendered) fail(rendered.status().to_string() + " (use --raw to skip the chat template)");
-      prompt = text->encode(*rendered, /*add_special_tokens=*/false);
-    }
+    prompt = encode_prompt(*text, {{"user", options.prompt}}, options.raw);
   }
   auto source = frontend::open_model(options.model, /*with_weights=*/true);
   if (!source) fail(source.status().to_string());

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "engine_flags.h"
+#include "prompt.h"
 #include "runtime/logits_file.h"
 #include "token_list.h"
 #include "tokenizer/generation_config.h"
@@ -116,20 +117,16 @@ void run(const RunFlags& flags) {
 
   tokenizer::ChatOptions chat_options;
   chat_options.enable_thinking = !flags.no_think;
-  auto encode_turns = [&](const std::vector<tokenizer::ChatMessage>& messages) {
-    auto rendered = text->chat_template().render(messages, chat_options);
-    if (!rendered) fail(rendered.status().to_string() + " (use --raw to send the text without a chat template)");
-    return text->encode(*rendered, /*add_special_tokens=*/false);
-  };
 
   if (flags.chat) {
+    if (text->chat_template().family() == tokenizer::ChatFamily::kNone) fail("--chat needs a chat template, and this model's tokenizer has none");
     std::vector<tokenizer::ChatMessage> history;
     if (!flags.system.empty()) history.push_back({"system", flags.system});
     std::fprintf(stderr, "chat: type a message and press enter; an empty line or end of input quits\n");
     std::string line;
     while (std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
       history.push_back({"user", line});
-      const std::vector<int32_t> prompt = encode_turns(history);
+      const std::vector<int32_t> prompt = encode_prompt(*text, history, /*raw=*/false, chat_options);
       const GenerateResult r = generate_streaming(*engine, prompt, options, &*text, false);
       std::vector<int32_t> reply = r.tokens;
       if (!reply.empty() && r.stop_reason == "eos") reply.pop_back();
@@ -142,13 +139,11 @@ void run(const RunFlags& flags) {
   std::vector<int32_t> prompt;
   if (!flags.tokens.empty()) {
     prompt = parse_token_list(flags.tokens);
-  } else if (flags.raw || text->chat_template().family() == tokenizer::ChatFamily::kNone) {
-    prompt = text->encode(flags.prompt, /*add_special_tokens=*/true);
   } else {
     std::vector<tokenizer::ChatMessage> messages;
     if (!flags.system.empty()) messages.push_back({"system", flags.system});
     messages.push_back({"user", flags.prompt});
-    prompt = encode_turns(messages);
+    prompt = encode_prompt(*text, messages, flags.raw, chat_options);
   }
   if (!flags.dump_logits.empty()) return dump_logits(*engine, flags, prompt);
 

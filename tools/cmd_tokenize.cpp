@@ -3,13 +3,13 @@
 // --chat renders TEXT as one user message through the model's chat template first. By default each token
 // is listed with the text it stands for; --raw prints only the ids (comma-separated) or the decoded text.
 #include <cstdio>
-#include <climits>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "token_list.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -25,32 +25,6 @@ struct TokenizeOptions {
   bool no_think = false;
   bool raw = false;
 };
-
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(pos, end - pos);
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (!item.empty()) {
-      size_t used = 0;
-      long long value = -1;
-      try {
-        value = std::stoll(item, &used);
-      } catch (...) {
-        used = 0;
-      }
-      if (used != item.size() || value < 0 || value > INT32_MAX) fail("--ids: '" + item + "' is not a token id");
-      ids.push_back(static_cast<int32_t>(value));
-    }
-    pos = end + 1;
-  }
-  if (ids.empty()) fail("--ids: no token ids given");
-  return ids;
-}
 
 // A token's text for listing: its bytes with control characters and partial UTF-8 escaped.
 std::string shown_token(const tokenizer::Tokenizer& tok, int32_t id) {
@@ -84,7 +58,7 @@ void run_tokenize(const TokenizeOptions& options) {
   if (!tok) fail(tok.status().to_string());
 
   if (!options.ids.empty()) {
-    const std::string text = tok->decode(parse_ids(options.ids));
+    const std::string text = tok->decode(parse_token_list(options.ids, "--ids"));
     if (options.raw) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else {

@@ -9,21 +9,23 @@
 
 namespace agentcompile::tools {
 
-std::vector<int32_t> parse_token_list(const std::string& text) {
+std::vector<int32_t> parse_token_list(const std::string& text, const std::string& flag) {
   std::vector<int32_t> tokens;
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ',')) {
+    const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
     try {
       size_t used = 0;
       const long value = std::stol(item, &used);
       if (used != item.size() || value < 0 || value > INT32_MAX) throw std::invalid_argument(item);
       tokens.push_back(static_cast<int32_t>(value));
     } catch (const std::exception&) {
-      fail("--tokens: '" + item + "' is not a token id (expected comma-separated non-negative integers)");
+      fail(flag + ": '" + item + "' is not a token id (expected comma-separated non-negative integers)");
     }
   }
-  if (tokens.empty()) fail("--tokens: no token ids given");
+  if (tokens.empty()) fail(flag + ": no token ids given");
   return tokens;
 }
 

@@ -7,7 +7,8 @@
 
 namespace agentcompile::tools {
 
-// Comma-separated non-negative ids; fails (with the offending item named) otherwise.
-std::vector<int32_t> parse_token_list(const std::string& text);
+// Comma-separated non-negative ids (spaces around them allowed); fails naming `flag` and the offending
+// item otherwise.
+std::vector<int32_t> parse_token_list(const std::string& text, const std::string& flag = "--tokens");
 
 }  // namespace agentcompile::tools

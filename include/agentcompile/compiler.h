@@ -65,6 +65,10 @@ struct CompileSummary {
 // Progress lines ("[3/6] generate: 88 candidates, NVRTC 12.1 s"), one per stage and step.
 using ProgressFn = std::function<void(const std::string&)>;
 
+// Where NVRTC cubins and artifacts are cached: `cache_dir` when given, else $XDG_CACHE_HOME/agentcompile,
+// else ~/.cache/agentcompile.
+std::filesystem::path cache_root(const std::filesystem::path& cache_dir);
+
 Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress = {});
 
 }  // namespace agentcompile

@@ -48,12 +48,6 @@ std::string fixed(double value, int digits = 1) {
   return buffer;
 }
 
-fs::path default_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "agentcompile";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "agentcompile";
-  return fs::temp_directory_path() / "agentcompile-cache";
-}
-
 std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_tokens) {
   if (function == "decode") return {{"decode", 1, 1, 1}};
   std::vector<emit::Bucket> buckets = {{"t1-64", 1, 64, 32}, {"t65-512", 65, 512, 256}, {"t513-4096", 513, 4096, 2048}};
@@ -177,13 +171,20 @@ std::string advice_summary(emit::Artifact& artifact, const advisor::Advisor& adv
 
 }  // namespace
 
+fs::path cache_root(const fs::path& cache_dir) {
+  if (!cache_dir.empty()) return cache_dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "agentcompile";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "agentcompile";
+  return fs::temp_directory_path() / "agentcompile-cache";
+}
+
 Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress_fn) {
   const auto start = std::chrono::steady_clock::now();
   auto progress = [&](const std::string& line) {
     if (progress_fn) progress_fn(line);
   };
   if (options.output.empty()) return error(ErrorCode::kInvalidArgument, "no output directory given (-o)");
-  const fs::path cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  const fs::path cache_dir = cache_root(options.cache_dir);
 
   // Capture.
   AC_ASSIGN_OR_RETURN(frontend::ModelSource source, frontend::open_model(options.model, /*with_weights=*/false));

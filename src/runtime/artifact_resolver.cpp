@@ -1,7 +1,6 @@
 // Artifact compatibility checks and compile-on-first-use.
 #include "runtime/artifact_resolver.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -17,12 +16,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-fs::path default_cache_dir_for_user() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "agentcompile";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "agentcompile";
-  return fs::temp_directory_path() / "agentcompile-cache";
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -58,8 +51,6 @@ std::string artifact_incompatibility(const fs::path& dir, const frontend::ModelC
   if (!meta.value("gpu_used", false)) return "it was compiled without a GPU, so its kernels were never validated or timed";
   return "";
 }
-
-fs::path cache_root(const fs::path& cache_dir) { return cache_dir.empty() ? default_cache_dir_for_user() : cache_dir; }
 
 fs::path default_artifact_dir(const fs::path& cache_dir, const fs::path& model, const frontend::ModelConfig& config) {
   std::error_code ec;

@@ -25,9 +25,6 @@ struct ResolvedArtifact {
 std::string artifact_incompatibility(const std::filesystem::path& dir, const frontend::ModelConfig& config, const std::string& ir_text,
                                      const std::string& arch);
 
-// The cache root: `cache_dir` when given, else $XDG_CACHE_HOME/agentcompile or ~/.cache/agentcompile.
-std::filesystem::path cache_root(const std::filesystem::path& cache_dir);
-
 // The default artifact directory of a model: <cache>/models/<hash of its path and configuration>.
 std::filesystem::path default_artifact_dir(const std::filesystem::path& cache_dir, const std::filesystem::path& model,
                                            const frontend::ModelConfig& config);

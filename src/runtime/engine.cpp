@@ -124,7 +124,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   AC_ASSIGN_OR_RETURN(weights_, runtime::DeviceWeights::upload(module_, *source_.weights));
   AC_ASSIGN_OR_RETURN(cache_, runtime::KvCache::allocate(module_, budget.context));
   AC_ASSIGN_OR_RETURN(sampler_, DeviceSampler::create(c.vocab_size, budget.context, artifact_.device_arch,
-                                                      runtime::cache_root(options.cache_dir) / "nvrtc" / artifact_.device_arch));
+                                                      cache_root(options.cache_dir) / "nvrtc" / artifact_.device_arch));
   AC_ASSIGN_OR_RETURN(prefill_tokens_, tune::DeviceBuffer::allocate(static_cast<size_t>(budget.prefill_chunk) * sizeof(int32_t)));
 
   runtime::FunctionExecutor::Bindings bind{&weights_, &cache_, library_.get(), {}};

@@ -1,7 +1,6 @@
 // Binding region sites to their selected kernels and launching them.
 #include "runtime/executor.h"
 
-#include "tune/driver_api.h"
 #include "tune/region_args.h"
 
 namespace agentcompile::runtime {
@@ -34,14 +33,26 @@ Expected<const KernelSet::Loaded*> KernelSet::get(const LoadedArtifact& artifact
     }
     if (!loaded->module) return error(ErrorCode::kNotFound, "region " + region + ": kernel " + launch.kernel + " has no cubin");
     AC_ASSIGN_OR_RETURN(CUfunction fn, loaded->module->function(launch.kernel));
-    if (launch.shared_bytes > 48 * 1024)
-      AC_CU(tune::driver_api()->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(launch.shared_bytes)),
-            "cuFuncSetAttribute(" + launch.kernel + ")");
-    loaded->functions.push_back(fn);
+    loaded->functions.push_back(fn);  // tune::launch_kernel raises the shared-memory limit when a launch needs it
   }
   const Loaded* out = loaded.get();
   loaded_.emplace(key, std::move(loaded));
   return out;
+}
+
+int64_t FunctionExecutor::workspace_bytes_needed(const LoadedArtifact& artifact, const std::string& function, int64_t max_tokens) {
+  int64_t most = 0;
+  const FunctionRecord& f = artifact.functions.at(function);
+  for (const auto& site : f.sites) {
+    const RegionRecord& region = artifact.regions.at(site.region);
+    for (const auto& bucket : f.buckets) {
+      auto s = region.selection.find(bucket.name);
+      if (bucket.min_tokens > max_tokens || s == region.selection.end()) continue;
+      const plan::Candidate& c = region.kernels[s->second].candidate;
+      most = std::max(most, c.workspace_bytes_per_token * std::min(max_tokens, bucket.max_tokens) + c.workspace_bytes_fixed);
+    }
+  }
+  return most;
 }
 
 Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::Function& function, const LoadedArtifact& artifact,
@@ -52,15 +63,12 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
     return error(ErrorCode::kInternal, function.name + " takes " + std::to_string(function.args.size()) + " arguments");
   std::unique_ptr<FunctionExecutor> ex(new FunctionExecutor());
   ex->function_ = &function;
-  ex->artifact_ = &artifact;
   ex->record_ = &record->second;
-  ex->kernels_ = &kernels;
   ex->bindings_ = std::move(bindings);
   ex->max_tokens_ = max_tokens;
   const int64_t rows = ex->bindings_.cache->rows();
   AC_ASSIGN_OR_RETURN(ex->plan_, plan_memory(function, record->second.sites, ir::SymbolBindings{max_tokens, rows}));
 
-  int64_t workspace = 16;
   for (const auto& site : record->second.sites) {
     if (site.inputs.size() > tune::kMaxSlots || site.outputs.size() > tune::kMaxSlots || site.params.size() > tune::kMaxSlots ||
         site.states.size() > tune::kMaxStates)
@@ -76,16 +84,19 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
     }
     ex->site_weights_.push_back(std::move(weights));
     ex->site_states_.push_back(std::move(states));
+    std::vector<const KernelSet::Loaded*> per_bucket;
     for (const auto& bucket : record->second.buckets) {
+      per_bucket.push_back(nullptr);
       if (bucket.min_tokens > max_tokens) continue;
       AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* k, kernels.get(artifact, site.region, bucket.name));
-      const int64_t tokens = std::min(max_tokens, bucket.max_tokens);
-      workspace = std::max(workspace, k->candidate->workspace_bytes_per_token * tokens + k->candidate->workspace_bytes_fixed);
+      per_bucket.back() = k;
       const bool library = std::any_of(k->candidate->launches.begin(), k->candidate->launches.end(), [](const plan::Launch& l) { return l.library; });
       if (library && !ex->bindings_.library)
         return error(ErrorCode::kInternal, "region " + site.region + " selected a library call but no library runner was given");
     }
+    ex->site_kernels_.push_back(std::move(per_bucket));
   }
+  const int64_t workspace = std::max<int64_t>(16, workspace_bytes_needed(artifact, function.name, max_tokens));
   auto arena = tune::DeviceBuffer::allocate(std::max<size_t>(ex->plan_.arena_bytes, 16));
   if (!arena)
     return error(ErrorCode::kResourceExhausted, function.name + " activations for " + std::to_string(max_tokens) + " tokens (" +
@@ -114,19 +125,20 @@ Expected<CUdeviceptr> FunctionExecutor::address_of(ir::ValueId value, const ir::
   return base + static_cast<CUdeviceptr>(r.byte_offset);
 }
 
-Expected<const KernelSet::Loaded*> FunctionExecutor::kernel_for(const SiteRecord& site, const std::string& bucket) const {
-  return kernels_->get(*artifact_, site.region, bucket);
+Expected<size_t> FunctionExecutor::bucket_index(int64_t tokens) const {
+  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens));
+  return static_cast<size_t>(bucket - record_->buckets.data());
 }
 
 Status FunctionExecutor::enqueue(int64_t tokens, CUstream stream) {
   if (tokens < 1 || tokens > max_tokens_)
     return error(ErrorCode::kInvalidArgument, function_->name + " was prepared for 1.." + std::to_string(max_tokens_) + " tokens, not " +
                                                   std::to_string(tokens));
-  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens));
+  AC_ASSIGN_OR_RETURN(const size_t bucket, bucket_index(tokens));
   const ir::SymbolBindings at{tokens, bindings_.cache->rows()};
   for (size_t s = 0; s < record_->sites.size(); ++s) {
     const SiteRecord& site = record_->sites[s];
-    AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* kernel, kernel_for(site, bucket->name));
+    const KernelSet::Loaded* kernel = kernel_for(s, bucket);
     tune::RegionArgs args;
     for (size_t i = 0; i < site.inputs.size(); ++i) {
       AC_ASSIGN_OR_RETURN(CUdeviceptr p, address_of(site.inputs[i], at));
@@ -163,12 +175,10 @@ Expected<CUdeviceptr> FunctionExecutor::result_address(int64_t tokens, size_t in
 }
 
 Expected<size_t> FunctionExecutor::launches(int64_t tokens) const {
-  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens));
+  if (tokens < 1 || tokens > max_tokens_) return error(ErrorCode::kInvalidArgument, function_->name + " was not prepared for " + std::to_string(tokens) + " tokens");
+  AC_ASSIGN_OR_RETURN(const size_t bucket, bucket_index(tokens));
   size_t count = 0;
-  for (const auto& site : record_->sites) {
-    AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* kernel, kernels_->get(*artifact_, site.region, bucket->name));
-    count += kernel->candidate->launches.size();
-  }
+  for (size_t s = 0; s < record_->sites.size(); ++s) count += kernel_for(s, bucket)->candidate->launches.size();
   return count;
 }
 

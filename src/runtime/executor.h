@@ -30,7 +30,6 @@ class KernelSet {
   };
   // Loads (once) the kernel selected for `region` at `bucket`. Errors name region and bucket.
   Expected<const Loaded*> get(const LoadedArtifact& artifact, const std::string& region, const std::string& bucket);
-  size_t loaded() const { return loaded_.size(); }
 
  private:
   std::map<std::pair<std::string, size_t>, std::unique_ptr<Loaded>> loaded_;
@@ -45,6 +44,10 @@ class FunctionExecutor {
     std::vector<CUdeviceptr> arguments;      // per function argument (tokens, pos)
     bool programmatic_launch = false;        // launch generated kernels with programmatic dependent launch (sm_90+)
   };
+
+  // Workspace the selected kernels of `function` need for calls of 1..max_tokens tokens (shared by
+  // their launches, which run one after another).
+  static int64_t workspace_bytes_needed(const LoadedArtifact& artifact, const std::string& function, int64_t max_tokens);
 
   // Loads every kernel the function can use for calls of 1..max_tokens tokens and plans its arena.
   static Expected<std::unique_ptr<FunctionExecutor>> create(const ir::Function& function, const LoadedArtifact& artifact,
@@ -64,19 +67,20 @@ class FunctionExecutor {
  private:
   FunctionExecutor() = default;
   Expected<CUdeviceptr> address_of(ir::ValueId value, const ir::SymbolBindings& at) const;
-  Expected<const KernelSet::Loaded*> kernel_for(const SiteRecord& site, const std::string& bucket) const;
+  // The kernel of `site` for the bucket at `bucket_index` of the function's buckets (loaded at create).
+  const KernelSet::Loaded* kernel_for(size_t site, size_t bucket_index) const { return site_kernels_[site][bucket_index]; }
+  Expected<size_t> bucket_index(int64_t tokens) const;
 
   const ir::Function* function_ = nullptr;
-  const LoadedArtifact* artifact_ = nullptr;
   const FunctionRecord* record_ = nullptr;
-  KernelSet* kernels_ = nullptr;
   Bindings bindings_;
   int64_t max_tokens_ = 1;
   MemoryPlan plan_;
   tune::DeviceBuffer arena_;
   tune::DeviceBuffer workspace_;
-  // Per site: weights and states bound once.
+  // Per site: weights and states bound once, and the kernel per bucket (null past max_tokens).
   std::vector<std::vector<CUdeviceptr>> site_weights_, site_states_;
+  std::vector<std::vector<const KernelSet::Loaded*>> site_kernels_;
 };
 
 }  // namespace agentcompile::runtime

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "runtime/device_weights.h"
+#include "runtime/executor.h"
 #include "runtime/kv_cache.h"
 #include "runtime/memory_plan.h"
 #include "tune/cuda_driver.h"
@@ -20,23 +21,6 @@ std::string gib(int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
   return text;
-}
-
-// Workspace the selected kernels of `function` need for calls of up to `tokens` tokens.
-int64_t workspace_bytes(const LoadedArtifact& artifact, const std::string& function, int64_t tokens) {
-  int64_t most = 0;
-  const FunctionRecord& f = artifact.functions.at(function);
-  for (const auto& site : f.sites) {
-    const RegionRecord& region = artifact.regions.at(site.region);
-    for (const auto& bucket : f.buckets) {
-      if (bucket.min_tokens > tokens) continue;
-      auto s = region.selection.find(bucket.name);
-      if (s == region.selection.end()) continue;
-      const plan::Candidate& c = region.kernels[s->second].candidate;
-      most = std::max(most, c.workspace_bytes_per_token * std::min(tokens, bucket.max_tokens) + c.workspace_bytes_fixed);
-    }
-  }
-  return most;
 }
 
 }  // namespace
@@ -57,7 +41,8 @@ Expected<MemoryBudget> plan_budget(const ir::Module& module, const ir::Function&
   AC_ASSIGN_OR_RETURN(MemoryPlan prefill_plan, plan_memory(prefill, artifact.functions.at("prefill").sites, ir::SymbolBindings{b.prefill_chunk, 1}));
   AC_ASSIGN_OR_RETURN(MemoryPlan decode_plan, plan_memory(decode, artifact.functions.at("decode").sites, ir::SymbolBindings{1, 1}));
   b.activations = static_cast<int64_t>(prefill_plan.arena_bytes + decode_plan.arena_bytes) + b.prefill_chunk * 4;
-  b.workspace = workspace_bytes(artifact, "prefill", b.prefill_chunk) + workspace_bytes(artifact, "decode", 1);
+  b.workspace = FunctionExecutor::workspace_bytes_needed(artifact, "prefill", b.prefill_chunk) +
+                FunctionExecutor::workspace_bytes_needed(artifact, "decode", 1);
   b.reserve = kReserve + config.vocab_size * 8;
   const int64_t per_row = KvCache::bytes_per_row(module);
   const int64_t fixed = b.weights + b.activations + b.workspace + b.reserve;
