@@ -27,7 +27,12 @@ std::string slot_expression(const std::string& slot);
 std::string role_pointer(const plan::Match& match, const std::string& role, const std::string& type, bool is_const);
 
 // Inserts the programmatic-dependent-launch wait (ac::wait_for_producer_grid) as the first
-// statement of every kernel in `source` (every function with the RegionArgs signature).
+// statement of every kernel in `source` (every function with the RegionArgs signature), followed by
+// the trigger that lets the next kernel launch (ac::launch_dependent_grids).
 std::string with_producer_wait(std::string source);
+
+// True for families whose template places the wait and trigger itself, after loads that read only
+// weights (so they overlap the producer); render_source leaves their source as it is.
+bool family_places_producer_wait(const std::string& family);
 
 }  // namespace agentcompile::codegen

@@ -25,11 +25,24 @@ struct RegionArgs {
 
 // Programmatic dependent launch (sm_90+): a kernel launched with programmatic stream serialization
 // may begin while the kernel before it is still running; this blocks until that grid has completed
-// and its writes are visible. Generated kernels call it first (codegen inserts it). Without the launch
-// attribute, or below sm_90, it costs nothing.
+// and its writes are visible. Generated kernels call it before they read an activation or write
+// anything (codegen inserts it first, unless the family's template places it after loads of constant
+// weights). Without the launch attribute, or below sm_90, it costs nothing.
 __device__ __forceinline__ void wait_for_producer_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// The other half: lets the next kernel in the stream (when launched with the attribute) begin its
+// launch once every block of this grid has called it or exited. Its blocks then take free SM slots and
+// run up to their own wait, which still blocks until this whole grid has finished and flushed; so
+// calling it early is safe, and what a consumer does before its wait (loading weights) overlaps this
+// kernel. Generated kernels call it right after their wait: by then every block of the grid has
+// started, so the consumer's early blocks never keep this grid's blocks from being scheduled.
+__device__ __forceinline__ void launch_dependent_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
 #endif
 }
 

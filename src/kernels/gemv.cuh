@@ -5,6 +5,8 @@
 // K loop is unrolled UNROLL steps deep; x is staged once per block in shared memory. With SPLIT > 1
 // the K range is split across SPLIT warps of the block and combined through shared memory (for
 // few rows and long K, e.g. down_proj N=2048, K=6144).
+// The first batch of weight loads is issued before the programmatic-dependent-launch wait (the
+// template places its own wait), so it overlaps the kernel before it.
 // Epilogues: plain (optionally + bias), residual add, gate/up SiLU·mul (two weight matrices read
 // together), multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N).
 #pragma once
@@ -84,6 +86,11 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   };
   bool have = batch_fits(k);
   if (have) load_batch(cur, k);
+
+  // Everything above reads only weights, so under programmatic dependent launch it overlaps the
+  // producer kernel; x (and the residual) are read only after the producer grid has finished.
+  wait_for_producer_grid();
+  launch_dependent_grids();
 
   for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec)
     *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);

@@ -209,6 +209,7 @@ __device__ int sample_token(const SamplerArgs& a, SampleShared& s) {
 // by logit, then by lower index (Hugging Face's argmax returns the first maximum).
 extern "C" __global__ void __launch_bounds__(256) ac_sample_argmax_partial(const ac::SamplerArgs* __restrict__ args) {
   ac::wait_for_producer_grid();
+  ac::launch_dependent_grids();
   const ac::SamplerArgs a = *args;
   unsigned long long best = 0;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.V; i += gridDim.x * blockDim.x) {
@@ -230,6 +231,7 @@ extern "C" __global__ void __launch_bounds__(256) ac_sample_argmax_partial(const
 // Second pass: picks the token (greedy: from the partial maxima; else by sampling) and hands it on.
 extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample_finish(const ac::SamplerArgs* __restrict__ args) {
   ac::wait_for_producer_grid();
+  ac::launch_dependent_grids();
   const ac::SamplerArgs a = *args;
   __shared__ ac::SampleShared s;
   int token;
