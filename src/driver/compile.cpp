@@ -60,6 +60,15 @@ tune::RegionBindings validation_bindings(const std::string& function) {
   return function == "decode" ? tune::RegionBindings{1, 512, 77} : tune::RegionBindings{100, 256, 28};
 }
 
+// Where a region's candidates are timed when their time does not depend on T. Decode attention
+// depends on the context instead: timed at 77 keys it would pick a kernel for very short prompts
+// only, so it is timed at 1024 keys (the middle of the "context <= 2k" range); the candidates that
+// adapt their splits to the length (split and cluster) then rank as they will run.
+tune::RegionBindings timing_bindings(const std::string& function, analysis::Category category) {
+  if (function == "decode" && category == analysis::Category::kAttentionDecode) return tune::RegionBindings{1, 2048, 1023};
+  return validation_bindings(function);
+}
+
 // Fastest validated candidate at a bucket, or the fallback, or none; with the reason.
 emit::Selection select_for_bucket(const emit::CompiledRegion& region, size_t timing_index, const std::string& bucket) {
   emit::Selection selection;
@@ -386,7 +395,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
       if (per_bucket)
         for (const auto& b : f.buckets) admit.timing.push_back({b.timing_tokens, b.timing_tokens + 64, 0});
       else
-        admit.timing.push_back(check);
+        admit.timing.push_back(timing_bindings(function.name, region.plan.summary.category));
       AC_TRY(search::admit_with_budget(region, [&](const std::vector<plan::Candidate>& subset, const std::vector<codegen::CompileResult>& compiled) {
         return tune::admit_candidates(region_module, check, cases, subset, compiled, admit);
       }));

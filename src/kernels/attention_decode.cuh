@@ -13,6 +13,10 @@
 // partial max, sum and unnormalized accumulator per query head to the workspace; the combine launch,
 // grid (NH, D/32), rescales the active splits and writes [NH, D]. With SPLITS == 1 one launch of
 // KV blocks does everything and writes the output directly (short contexts).
+// Cluster launch (CLUSTER, sm_90+): the SPLITS blocks of a kv head form one thread-block cluster and
+// combine their partials through distributed shared memory, so one launch does what the split launch
+// and its combine do, with no workspace. Keys per split follow len/SPLITS (at least CHUNK); blocks
+// past the valid keys still join the cluster's barriers with an empty partial.
 #pragma once
 
 #include "common.cuh"
@@ -32,7 +36,37 @@ struct AttentionDecodeParams {
   int L;               // cache rows
 };
 
-constexpr float kAttnNegBig = -3.0e38f;  // start of the running max: finite, so exp2(m - m') is never NaN
+constexpr float kAttnNegBig = -3.0e38f;
+
+// Thread-block clusters (sm_90+), in PTX so NVRTC needs no cooperative_groups header.
+__device__ __forceinline__ unsigned cluster_block_rank() {
+  unsigned rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#endif
+  return rank;
+}
+
+// Every thread of every block of the cluster: shared-memory writes before it are visible after it.
+__device__ __forceinline__ void cluster_barrier() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// Reads the float at `local` (a shared-memory address of this block) in block `rank` of the cluster.
+__device__ __forceinline__ float load_cluster_shared(const float* local, unsigned rank) {
+  float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+#else
+  v = *local;
+#endif
+  return v;
+}  // start of the running max: finite, so exp2(m - m') is never NaN
 
 __device__ __forceinline__ int attention_decode_len(const int* pos, int L) {
   const int len = *pos + 1;
@@ -46,7 +80,8 @@ __device__ __forceinline__ int attention_decode_chunk(int len, int chunk_min, in
   return c > chunk_min ? c : chunk_min;
 }
 
-template <typename T, int D, int KV, int GROUP, int THREADS, int UNROLL, bool PREFETCH, int CHUNK, int SPLITS>
+template <typename T, int D, int KV, int GROUP, int THREADS, int UNROLL, bool PREFETCH, int CHUNK, int SPLITS,
+          bool CLUSTER = false>
 __device__ __forceinline__ void attention_decode_split(const AttentionDecodeParams<T>& p) {
   constexpr int kLanes = D / 8;                // lanes per key row
   constexpr int kKeysPerStep = THREADS / kLanes;
@@ -61,7 +96,8 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   if (SPLITS > 1) {
     const int chunk = attention_decode_chunk(len, CHUNK, SPLITS);
     begin = split * chunk;
-    if (begin >= len) return;  // the whole block: this split is past the valid keys
+    if (begin >= len && !CLUSTER) return;  // the whole block: this split is past the valid keys
+    begin = min(begin, len);               // (a cluster block stays for the barriers, with no keys)
     end = min(len, begin + chunk);
   }
 
@@ -200,6 +236,8 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     }
   }
   __syncthreads();
+  __shared__ float cluster_ml[CLUSTER ? GROUP : 1][2];         // this block's partial, read by the cluster
+  __shared__ __align__(16) float cluster_acc[CLUSTER ? GROUP : 1][D];
   for (int idx = threadIdx.x; idx < GROUP * D; idx += THREADS) {
     const int g = idx / D, d = idx % D;
     float m_all = kAttnNegBig;
@@ -213,7 +251,13 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
       a_all += sm_acc[w][g][d] * f;
     }
     const int head = kv_head * GROUP + g;
-    if (SPLITS == 1) {
+    if (CLUSTER) {
+      cluster_acc[g][d] = a_all;
+      if (d == 0) {
+        cluster_ml[g][0] = m_all;
+        cluster_ml[g][1] = l_all;
+      }
+    } else if (SPLITS == 1) {
       p.out[static_cast<size_t>(head) * D + d] = from_float<T>(a_all / l_all);
     } else {
       const size_t at = static_cast<size_t>(head) * SPLITS + split;
@@ -223,6 +267,32 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
         p.partial_ml[at * 2 + 1] = l_all;
       }
     }
+  }
+  if (CLUSTER) {
+    // Block `rank` of the cluster writes outputs rank, rank + SPLITS, ... of the kv head's GROUP x D,
+    // each from the SPLITS partials; the second barrier keeps every block's shared memory alive
+    // until the others have read it.
+    cluster_barrier();
+    const unsigned rank = cluster_block_rank();
+    for (int idx = static_cast<int>(rank) * THREADS + threadIdx.x; idx < GROUP * D; idx += SPLITS * THREADS) {
+      const int g = idx / D, d = idx % D;
+      float ms[SPLITS];
+      float m_all = kAttnNegBig;
+#pragma unroll
+      for (int r = 0; r < SPLITS; ++r) {
+        ms[r] = load_cluster_shared(&cluster_ml[g][0], r);
+        m_all = fmaxf(m_all, ms[r]);
+      }
+      float l_all = 0.f, a_all = 0.f;
+#pragma unroll
+      for (int r = 0; r < SPLITS; ++r) {
+        const float f = exp2f(ms[r] - m_all);
+        l_all += load_cluster_shared(&cluster_ml[g][1], r) * f;
+        a_all += load_cluster_shared(&cluster_acc[g][d], r) * f;
+      }
+      p.out[static_cast<size_t>(kv_head * GROUP + g) * D + d] = from_float<T>(a_all / l_all);
+    }
+    cluster_barrier();
   }
 }
 

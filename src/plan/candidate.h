@@ -59,6 +59,7 @@ struct Candidate {
   bool fallback = false;      // the library or plain reference candidate that is always present
   std::string source_class;   // "generated" | "library"
   std::vector<std::string> notes;  // why the planner ranked it where it did
+  std::string form;           // the family's way of computing the region, if it has several
 
   std::string spelled_name;   // the family's name for this choice, spelling every parameter
 

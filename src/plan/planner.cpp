@@ -17,6 +17,7 @@ Candidate make_candidate(const TemplateFamily& family, const Match& match, const
   c.params = choice.params;
   c.score = choice.score;
   c.notes = choice.notes;
+  c.form = choice.form;
   c.launches = family.launches(match, choice.params);
   c.spelled_name = family.kernel_name(match, choice.params);
   c.workspace_bytes_per_token = family.workspace_bytes_per_token(match, choice.params);
@@ -64,7 +65,8 @@ std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Functi
       if (a.score != b.score) return a.score > b.score;
       return a.name() < b.name();
     });
-    // Diversity: the best candidate of every family first, then fill by score; the fallback stays.
+    // Diversity: the best candidate of every family and of every form within a family first, then
+    // fill by score; the fallback stays.
     std::vector<Candidate> kept;
     auto keep = [&](const Candidate& c) {
       for (const auto& k : kept)
@@ -79,6 +81,14 @@ std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Functi
           keep(c);
           break;
         }
+    std::vector<std::pair<std::string, std::string>> forms_kept;
+    for (const auto& c : all) {
+      if (c.form.empty()) continue;
+      const auto form = std::make_pair(c.family, c.form);
+      if (std::find(forms_kept.begin(), forms_kept.end(), form) != forms_kept.end()) continue;
+      forms_kept.push_back(form);
+      keep(c);
+    }
     for (const auto& c : all) keep(c);
     std::stable_sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
       if (a.score != b.score) return a.score > b.score;

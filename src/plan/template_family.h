@@ -42,6 +42,9 @@ class TemplateFamily {
     ParamSet params;
     double score = 0;  // higher first
     std::vector<std::string> notes;
+    // How the choice computes the region, where a family has several ways ("split", "cluster"):
+    // the planner keeps the best choice of every form, so a capped space still measures each.
+    std::string form;
   };
   // Every parameter choice valid on this device (shared memory, threads, registers, alignment).
   virtual std::vector<Choice> param_space(const Match& match, const DeviceProfile& device) const = 0;

@@ -139,6 +139,9 @@ CudaModule::~CudaModule() {
 Expected<CUfunction> CudaModule::function(const std::string& name) const {
   CUfunction function = nullptr;
   AC_CU(api().ModuleGetFunction(&function, module_, name.c_str()), "cuModuleGetFunction(" + name + " in " + what_ + ")");
+  // Kernels compiled with a cluster of more than 8 blocks (sm_90+) launch only with this opt-in; on
+  // GPUs without clusters the call fails harmlessly and such kernels are never planned.
+  api().FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   return function;
 }
 

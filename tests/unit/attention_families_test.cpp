@@ -150,13 +150,22 @@ TEST(AttentionDecodeFamily, MatchesEveryDecodeAttentionRegion) {
       EXPECT_EQ(m.roles.at("v"), "in2");
       EXPECT_EQ(m.roles.at("pos"), "in3");
       EXPECT_EQ(m.roles.at("out"), "out0");
-      bool split = false, single = false, fallback = false;
+      bool split = false, single = false, fallback = false, cluster = false;
       for (const plan::Candidate* c : cands) {
         const int64_t splits = c->params.at("splits");
         fallback |= c->fallback;
         if (splits == 1) {
           single = true;
           EXPECT_EQ(c->launches.size(), 1u);
+          EXPECT_EQ(c->workspace_bytes_fixed, 0);
+          continue;
+        }
+        if (c->params.at("cluster") != 0) {  // one launch: a cluster of `splits` blocks per kv head
+          cluster = true;
+          EXPECT_LE(splits, 16) << c->name() << ": the largest cluster sm_90 schedules";
+          ASSERT_EQ(c->launches.size(), 1u) << c->name();
+          EXPECT_EQ(c->launches[0].grid_x.at(1), splits);
+          EXPECT_EQ(c->launches[0].grid_y.at(1), 8);
           EXPECT_EQ(c->workspace_bytes_fixed, 0);
           continue;
         }
@@ -168,6 +177,7 @@ TEST(AttentionDecodeFamily, MatchesEveryDecodeAttentionRegion) {
         EXPECT_GE(c->workspace_bytes_fixed, m.facts.at("NH") * splits * (m.facts.at("D") + 2) * 4);
       }
       EXPECT_TRUE(split) << label(mc);
+      EXPECT_TRUE(cluster) << label(mc) << ": sm_90 gets the one-launch cluster split";
       EXPECT_TRUE(single) << label(mc) << ": the single-launch fallback must stay in the space";
       EXPECT_TRUE(fallback) << label(mc);
     }

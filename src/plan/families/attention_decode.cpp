@@ -1,7 +1,8 @@
 // Decode attention family (src/kernels/attention_decode.cuh): attention regions of one query token
-// over the KV cache. Two variants: split-KV flash decoding (a split launch over (SPLITS, KV) blocks
-// whose active count follows the runtime length, then a combine launch) and a single launch of KV
-// blocks for short contexts, which is also the fallback (no workspace, one kernel).
+// over the KV cache. Three variants: split-KV flash decoding (a split launch over (SPLITS, KV) blocks
+// whose active count follows the runtime length, then a combine launch); on sm_90+, the same splits
+// as one thread-block cluster per kv head that combines in distributed shared memory (one launch, no
+// workspace); and a single launch of KV blocks for short contexts, which is also the fallback.
 // codegen/renderers/attention_decode.cpp writes the source.
 #include <algorithm>
 #include <bit>
@@ -41,7 +42,13 @@ int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return t
 struct Schedule {
   int64_t threads, unroll, chunk, splits;
   bool prefetch = false;
+  bool cluster = false;  // the splits of a kv head combine inside one launch
 };
+
+// Blocks in a cluster that every sm_90 GPU schedules, and the most H100/H200 schedule once a kernel
+// opts in (tune::CudaModule::function sets the attribute). 16 splits of 8 kv heads fill 128 SMs.
+constexpr int64_t kPortableClusterBlocks = 8;
+constexpr int64_t kLargestClusterBlocks = 16;
 
 struct Estimate {
   double us = 0;        // estimated time of the candidate
@@ -64,7 +71,7 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
     splits = (len + keys - 1) / keys;
   }
   Estimate e;
-  e.blocks = KV * splits;
+  e.blocks = KV * (s.cluster ? s.splits : splits);
   const int64_t registers = (estimated_registers(group, s.unroll, s.prefetch) + 7) / 8 * 8;
   const int64_t resident = std::max<int64_t>(1, std::min({device.max_threads_per_sm / s.threads,
                                                           device.registers_per_sm / (s.threads * registers),
@@ -80,7 +87,8 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   const int64_t keys_per_step = s.threads / (D / 8) * s.unroll;
   const double chain_us = 1.5 + 0.5 * static_cast<double>((keys + keys_per_step - 1) / keys_per_step);
   e.us = std::max(bytes / (bandwidth * efficiency), waves * chain_us) + 2.0;
-  if (s.splits > 1) e.us += 2.0 + 2.0 * static_cast<double>(NH * splits * (D + 2) * 4) / bandwidth;
+  if (s.cluster) e.us += 0.5;  // two cluster barriers and the reads of the other blocks' partials
+  else if (s.splits > 1) e.us += 2.0 + 2.0 * static_cast<double>(NH * splits * (D + 2) * 4) / bandwidth;
   e.ideal_us = bytes / bandwidth + 2.0;
   return e;
 }
@@ -158,13 +166,39 @@ class AttentionDecodeFamily final : public TemplateFamily {
             if (chunk < keys_per_step / 2) continue;  // most of the block would idle on its only step
             for (int splits : {32, 64, 128, 256}) {
               Choice c;
-              c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", chunk}, {"splits", splits}};
+              c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", chunk}, {"splits", splits}, {"cluster", 0}};
               std::ostringstream note;
               note << "split-KV, " << 2 * unroll * (prefetch ? 2 : 1) << " 16-byte loads in flight per lane"
                    << (prefetch ? " (pipelined)" : "") << "; ";
               c.score = score_of(Schedule{threads, unroll, chunk, splits, prefetch != 0}, note) *
                         depth_prior(unroll, prefetch) * threads_prior(threads);
               c.notes.push_back(note.str());
+              c.form = "split";
+              out.push_back(std::move(c));
+            }
+          }
+        }
+      }
+    }
+    // Split-KV in one launch: the splits of a kv head are one cluster (sm_90+) and combine through
+    // distributed shared memory. Keys per split follow the length (at least 16), so short and long
+    // contexts both use every split.
+    if (device.sm_major >= 9) {
+      for (int threads : {128, 256, 512}) {
+        for (int unroll : {1, 2, 4}) {
+          for (int prefetch : {0, 1}) {
+            if (!unroll_considered(group, unroll) || !fits(threads, unroll, prefetch)) continue;
+            if (prefetch && unroll == 4) continue;
+            for (int64_t splits : {int64_t{4}, kPortableClusterBlocks, kLargestClusterBlocks}) {
+              Choice c;
+              c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", 16}, {"splits", splits}, {"cluster", 1}};
+              std::ostringstream note;
+              note << "split-KV in one launch (cluster of " << splits << " per kv head), " << 2 * unroll * (prefetch ? 2 : 1)
+                   << " 16-byte loads in flight per lane; ";
+              c.score = score_of(Schedule{threads, unroll, 16, splits, prefetch != 0, true}, note) * depth_prior(unroll, prefetch) *
+                        threads_prior(threads);
+              c.notes.push_back(note.str());
+              c.form = "cluster";
               out.push_back(std::move(c));
             }
           }
@@ -177,11 +211,12 @@ class AttentionDecodeFamily final : public TemplateFamily {
       for (int unroll : {1, 2, 4}) {
         if (!(unroll_considered(group, unroll) || unroll == fallback_unroll) || !fits(threads, unroll)) continue;
         Choice c;
-        c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", 0}, {"chunk", 0}, {"splits", 1}};
+        c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", 0}, {"chunk", 0}, {"splits", 1}, {"cluster", 0}};
         std::ostringstream note;
         note << "single launch; ";
         c.score = score_of(Schedule{threads, unroll, 0, 1}, note);
         c.notes.push_back(note.str());
+        c.form = "single";
         if (threads == 128 && unroll == fallback_unroll) {
           c.params["fallback"] = 1;
           c.notes.push_back("fallback: one kernel, no workspace");
@@ -195,7 +230,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
   std::string kernel_name(const Match& m, const ParamSet& p) const override {
     std::ostringstream name;
     const bool split = p.at("splits") > 1;
-    name << "attention_decode_" << (split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH")
+    name << "attention_decode_" << (cluster_launch(p) ? "cluster" : split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH")
          << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << "_t" << p.at("threads") << "_u" << p.at("unroll")
          << (p.at("prefetch") ? "p" : "");
     if (split) name << "_c" << p.at("chunk") << "_s" << p.at("splits");
@@ -208,7 +243,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
     main.grid_x = Extent{0, p.at("splits"), 1};
     main.grid_y = Extent{0, m.facts.at("KV"), 1};
     main.block_x = static_cast<int>(p.at("threads"));
-    if (p.at("splits") == 1) return {main};
+    if (p.at("splits") == 1 || cluster_launch(p)) return {main};
     Launch combine;
     combine.kernel = main.kernel + "_combine";
     combine.grid_x = Extent{0, m.facts.at("NH"), 1};
@@ -220,8 +255,11 @@ class AttentionDecodeFamily final : public TemplateFamily {
   // Partials of the split launch: [NH, SPLITS, D] accumulators, then [NH, SPLITS, 2] max and sum.
   int64_t workspace_bytes_fixed(const Match& m, const ParamSet& p) const override {
     const int64_t splits = p.at("splits");
-    return splits > 1 ? m.facts.at("NH") * splits * (m.facts.at("D") + 2) * 4 : 0;
+    return splits > 1 && !cluster_launch(p) ? m.facts.at("NH") * splits * (m.facts.at("D") + 2) * 4 : 0;
   }
+
+ private:
+  static bool cluster_launch(const ParamSet& p) { return p.count("cluster") && p.at("cluster") != 0; }
 };
 
 }  // namespace
