@@ -235,7 +235,7 @@ CandidateResult validate_and_time(CudaContext& ctx, LibraryRunner* library, Shar
     auto check = [&](const DeviceBuffer& buffer, const TestTensor& expected, const std::string& what) -> std::string {
       std::vector<uint8_t> bytes(static_cast<size_t>(expected.elements()) * ir::dtype_size(expected.dtype));
       if (!buffer.download(bytes.data(), bytes.size())) return "cannot read back " + what;
-      Comparison cmp = compare(decode_values(expected.dtype, bytes), expected.values, expected.dtype);
+      Comparison cmp = compare(decode_values(expected.dtype, bytes), expected.values, expected.dtype, layout.precision);
       r.max_abs_error = std::max(r.max_abs_error, cmp.max_abs_error);
       r.max_rel_error = std::max(r.max_rel_error, cmp.max_rel_error);
       return cmp.ok ? "" : what + " (" + c.label + "): " + cmp.reason;

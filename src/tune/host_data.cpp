@@ -138,7 +138,7 @@ double tolerance_for(ir::DType dtype) {
   }
 }
 
-Comparison compare(const std::vector<float>& out, const std::vector<float>& ref, ir::DType dtype) {
+Comparison compare(const std::vector<float>& out, const std::vector<float>& ref, ir::DType dtype, ir::DType precision) {
   Comparison c;
   if (out.size() != ref.size()) {
     c.reason = "output has " + std::to_string(out.size()) + " elements, reference " + std::to_string(ref.size());
@@ -147,7 +147,7 @@ Comparison compare(const std::vector<float>& out, const std::vector<float>& ref,
   double ref_max = 0;
   for (float r : ref) ref_max = std::max(ref_max, static_cast<double>(std::fabs(r)));
   const double denom = ref_max > 0 ? ref_max : 1.0;
-  const double tolerance = tolerance_for(dtype);
+  const double tolerance = std::max(tolerance_for(dtype), tolerance_for(precision));
   for (size_t i = 0; i < out.size(); ++i) {
     if (std::isnan(out[i]) || std::isinf(out[i])) {
       ++c.nan_count;

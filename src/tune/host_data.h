@@ -43,6 +43,9 @@ struct Comparison {
 
 // Tolerance on max |out - ref| / max |ref| for an output dtype (accumulation is fp32 everywhere).
 double tolerance_for(ir::DType dtype);
-Comparison compare(const std::vector<float>& out, const std::vector<float>& ref, ir::DType dtype);
+// Compares at the tolerance of `dtype`, or of `precision` where that is coarser (the region
+// computed the output through values of that dtype; RegionLayout::precision).
+Comparison compare(const std::vector<float>& out, const std::vector<float>& ref, ir::DType dtype,
+                   ir::DType precision = ir::DType::kF32);
 
 }  // namespace agentcompile::tune

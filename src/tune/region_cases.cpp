@@ -5,6 +5,8 @@
 // either side sees them, so the only difference left is the arithmetic under test.
 #include "tune/region_cases.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "ir/interpreter.h"
@@ -44,6 +46,11 @@ Expected<RegionLayout> region_layout(const ir::Module& region_module, const Regi
         if (region_module.states[s].name == state) aliased = static_cast<int>(s);
     }
     layout.output_state.push_back(aliased);
+  }
+  for (const ir::Node& node : function->nodes) {
+    const ir::DType dtype = function->type(node.result).dtype;
+    const bool internal = std::find(function->results.begin(), function->results.end(), node.result) == function->results.end();
+    if (node.op != ir::OpKind::kWeight && internal && tolerance_for(dtype) > tolerance_for(layout.precision)) layout.precision = dtype;
   }
   if (layout.inputs.size() > 8 || layout.params.size() > 8 || layout.outputs.size() > 8 || layout.states.size() > 4)
     return error(ErrorCode::kUnsupported, region_module.name + ": more interface slots than ac::RegionArgs holds");

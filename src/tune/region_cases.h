@@ -32,6 +32,10 @@ struct RegionLayout {
   std::vector<ir::TensorType> inputs, params, states, outputs;
   std::vector<int> output_state;  // per output: the state slot it aliases (kv_append result) or -1
   ir::SymbolBindings symbols;
+  // The coarsest float dtype of a value the region computes and keeps inside (a norm prologue's f16
+  // row, an f16 linear result before a cast to f32): outputs are held to that dtype's tolerance at
+  // least, since a kernel may round there as the unfused kernels do and the reference never rounds.
+  ir::DType precision = ir::DType::kF32;
 };
 
 // The slot layout of an extracted region module (function "region").
