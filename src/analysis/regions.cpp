@@ -57,7 +57,8 @@ ir::ValueId through_views(const ir::Function& function, ir::ValueId value, std::
 
 class Segmenter {
  public:
-  Segmenter(const ir::Module& module, const ir::Function& function) : function_(function) {
+  Segmenter(const ir::Function& function, const RegionOptions& options)
+      : function_(function), options_(options), facts_(compute_use_def(function)) {
     partition_.function = function.name;
     partition_.region_of_node.assign(function.nodes.size(), -1);
   }
@@ -82,6 +83,19 @@ class Segmenter {
     return std::any_of(n.operands.begin(), n.operands.end(), [&](ir::ValueId v) { return defined_in_current(v); });
   }
 
+  // A row slice of a value computed in the current region (the last token's row of a residual sum):
+  // the rows differ, so the reader starts a region of its own.
+  bool reads_current_through_slice(const ir::Node& n) const {
+    for (ir::ValueId operand : n.operands) {
+      if (!defined_in_current(operand)) continue;
+      std::vector<int> views;
+      through_views(function_, operand, &views);
+      for (int view : views)
+        if (node(view).op == OpKind::kSlice) return true;
+    }
+    return false;
+  }
+
   // The activation a matmul reads (its first operand, seen through views).
   ir::ValueId matmul_input(const ir::Node& n) const { return through_views(function_, n.operands[0], nullptr); }
 
@@ -91,12 +105,13 @@ class Segmenter {
     const OpClass op_class = ir::op_info(n.op).op_class;
     switch (current_->kind) {
       case RegionKind::kMatmul:
+        if (!options_.matmul_fusion) return false;
         if (op_class == OpClass::kMatmul)  // horizontal fusion: same input, no epilogue yet
           return !matmul_has_epilogue_ && n.op == OpKind::kLinear && matmul_input(n) == matmul_input_;
         return is_epilogue_op(n.op) && uses_current(n);
       case RegionKind::kFusion:
         if (n.op == OpKind::kKvAppend) return true;
-        return !current_->has_side_effect && is_fusable(op_class);
+        return !current_->has_side_effect && is_fusable(op_class) && !reads_current_through_slice(n);
       default:
         return false;
     }
@@ -112,10 +127,38 @@ class Segmenter {
     }
   }
 
+  // The norm prologue rule: the current region is one RMSNorm of a single static token, and every
+  // reader of its result is a linear that reads it directly and joins the matmul region `index` starts
+  // (consecutive, with only weights and views between them). The norm is then computed inside the
+  // matmul's kernel, from the row it stages anyway, and its result never reaches memory.
+  bool takes_norm_prologue(int index) const {
+    if (!options_.norm_prologue || !current_ || current_->kind != RegionKind::kFusion || current_->nodes.size() != 1)
+      return false;
+    const ir::Node& norm = node(current_->nodes[0]);
+    if (norm.op != OpKind::kRmsNorm) return false;
+    const auto& shape = function_.type(norm.result).shape;
+    if (shape.size() != 2 || !shape[0].is_static() || shape[0].value != 1) return false;
+    const auto& users = facts_.users[static_cast<size_t>(norm.result)];
+    if (users.empty() || facts_.is_result[static_cast<size_t>(norm.result)]) return false;
+    size_t joined = 0;
+    for (int i = index; i < static_cast<int>(function_.nodes.size()) && joined < users.size(); ++i) {
+      const ir::Node& next = node(i);
+      if (next.op == OpKind::kWeight || is_view_node(next)) continue;
+      if (next.op != OpKind::kLinear || next.operands[0] != norm.result) break;
+      ++joined;
+    }
+    return joined == users.size();
+  }
+
   void place(int index) {
     const ir::Node& n = node(index);
     if (n.op == OpKind::kWeight || is_view_node(n)) return;  // attached to consumers below
-    if (!joins_current(index)) {
+    const bool joins = joins_current(index);
+    if (!joins && n.op == OpKind::kLinear && takes_norm_prologue(index)) {
+      current_->kind = RegionKind::kMatmul;  // the norm's fusion region becomes the matmul region
+      matmul_has_epilogue_ = false;
+      matmul_input_ = matmul_input(n);
+    } else if (!joins) {
       partition_.regions.push_back(Region{});
       current_ = &partition_.regions.back();
       current_->index = static_cast<int>(partition_.regions.size()) - 1;
@@ -137,7 +180,7 @@ class Segmenter {
 
   // Fills interfaces: params, inputs, outputs and view metadata.
   void finish() {
-    const UseDef facts = compute_use_def(function_);
+    const UseDef& facts = facts_;
     for (Region& region : partition_.regions) {
       auto add_unique = [](auto& list, const auto& item) {
         if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
@@ -178,6 +221,8 @@ class Segmenter {
   }
 
   const ir::Function& function_;
+  const RegionOptions options_;
+  const UseDef facts_;
   RegionPartition partition_;
   Region* current_ = nullptr;
   ir::ValueId matmul_input_ = ir::kNoValue;
@@ -186,8 +231,8 @@ class Segmenter {
 
 }  // namespace
 
-RegionPartition form_regions(const ir::Module& module, const ir::Function& function) {
-  return Segmenter(module, function).run();
+RegionPartition form_regions(const ir::Module&, const ir::Function& function, const RegionOptions& options) {
+  return Segmenter(function, options).run();
 }
 
 }  // namespace agentcompile::analysis

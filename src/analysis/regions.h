@@ -8,6 +8,8 @@
 //   - matmuls form their own region; consecutive matmuls that read the same input fuse horizontally
 //     (fused QKV, fused gate/up); the region then takes simple epilogues: activation, gating multiply,
 //     residual add, cast.
+//   - a norm prologue: an RMSNorm of one static token whose only readers are the linears of the
+//     next matmul region joins that region (the decode GEMV normalizes the row it stages anyway).
 //   - consecutive pointwise, norm, rope, softmax and reduction nodes merge into one fusion region.
 //   - a side effect (kv_append) may close a region: once one is in, only further side effects may
 //     join, and they keep their order. Attention and embedding gathers are regions of their own.
@@ -41,7 +43,13 @@ struct RegionPartition {
   std::vector<int> region_of_node;  // -1 for weight and view nodes
 };
 
-RegionPartition form_regions(const ir::Module& module, const ir::Function& function);
+// Both on by default; both off is the unfused ablation.
+struct RegionOptions {
+  bool norm_prologue = true;  // off: every RMSNorm stays a fusion region of its own
+  bool matmul_fusion = true;  // off: every linear is a region of its own, its epilogue ops a fusion region
+};
+
+RegionPartition form_regions(const ir::Module& module, const ir::Function& function, const RegionOptions& options = {});
 
 // True for layout nodes that only reinterpret or index a buffer (no data movement).
 bool is_view_node(const ir::Node& node);

@@ -16,7 +16,7 @@ enum class Category {
   kGemm,              // matmul with T > 1
   kGemmEpilogue,      // matmul with T > 1 and fused epilogue or horizontal fusion
   kGemv,              // matmul with one token
-  kGemvEpilogue,      // matmul with one token and fused epilogue or horizontal fusion
+  kGemvEpilogue,      // matmul with one token and a norm prologue, fused epilogue or horizontal fusion
   kAttentionPrefill,  // attention over T queries
   kAttentionDecode,   // attention of one query over the cache
   kRmsNorm,           // rmsnorm, possibly with pointwise ops around it

@@ -1,6 +1,8 @@
 // Dispatch from a candidate's family to its renderer, and the helpers renderers share.
 #include "codegen/render.h"
 
+#include <cstdio>
+
 #include "codegen/renderers/renderers.h"
 
 namespace agentcompile::codegen {
@@ -12,6 +14,12 @@ const char* cuda_type(ir::DType dtype) {
     case ir::DType::kI32: return "int";
     default: return "float";
   }
+}
+
+std::string float_literal(float value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%af", static_cast<double>(value));
+  return text;
 }
 
 std::string slot_expression(const std::string& slot) {

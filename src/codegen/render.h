@@ -20,6 +20,9 @@ bool has_generated_launch(const plan::Candidate& candidate);
 // C++ spelling of a dtype in generated code: __half, __nv_bfloat16, float, int.
 const char* cuda_type(ir::DType dtype);
 
+// An exact float literal for generated code: hexadecimal, with the f suffix ("0x1.0c6f7ap-20f").
+std::string float_literal(float value);
+
 // "in3" -> "a.in[3]": how a wrapper reads an interface slot of ac::RegionArgs `a`.
 std::string slot_expression(const std::string& slot);
 

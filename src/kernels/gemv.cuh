@@ -9,6 +9,9 @@
 // template places its own wait), so it overlaps the kernel before it.
 // Epilogues: plain (optionally + bias), residual add, gate/up SiLU·mul (two weight matrices read
 // together), multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N).
+// Prologue (NORM): x is the input of an RMSNorm that the block applies while staging it, in the
+// unfused kernel's arithmetic (fp32 sum of squares, norm_w * (x * rsqrt(mean + eps)), rounded to T),
+// so the normalized row never goes through memory and its kernel launch disappears.
 #pragma once
 
 #include "common.cuh"
@@ -20,6 +23,8 @@ enum GemvEpilogue { kGemvPlain = 0, kGemvResidual = 1, kGemvGateUp = 2 };
 template <typename T, typename OutT>
 struct GemvParams {
   const T* x;              // [K]
+  const T* norm_w;         // [K] RMSNorm weight when the prologue is on
+  float norm_eps;
   const T* residual;       // [N] for kGemvResidual
   const T* w[3];           // segment weights [N_s, K]; for kGemvGateUp: w[0] gate, w[1] up
   const T* bias[3];        // per segment, may be null
@@ -28,7 +33,42 @@ struct GemvParams {
   int K;
 };
 
-template <typename T, typename OutT, int THREADS, int ROWS, int UNROLL, int SPLIT, int EPILOGUE, int KMAX>
+// Stages x (or RMSNorm(x) with NORM) into shared memory; every thread handles the same 16-byte
+// chunks in both passes, so only the block sum needs a barrier. Ends with the block's barrier.
+template <typename T, typename OutT, int THREADS, bool NORM>
+__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, T* xs) {
+  constexpr int kVec = 8;
+  const int K = p.K;
+  if (!NORM) {
+    for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec)
+      *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);
+    __syncthreads();
+    return;
+  }
+  __shared__ float scratch[THREADS / 32];
+  float squares = 0.f;
+  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec) {
+    const uint4 raw = load16(p.x + i);
+    *reinterpret_cast<uint4*>(&xs[i]) = raw;
+    float xf[8];
+    unpack8<T>(raw, xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) squares = fmaf(xf[e], xf[e], squares);
+  }
+  const float inv_rms = rsqrtf(block_sum<THREADS>(squares, scratch) / static_cast<float>(K) + p.norm_eps);
+  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec) {
+    float xf[8], wf[8];
+    unpack8<T>(*reinterpret_cast<const uint4*>(&xs[i]), xf);
+    unpack8<T>(load16(p.norm_w + i), wf);
+    alignas(16) T out[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] = from_float<T>(wf[e] * (xf[e] * inv_rms));
+    *reinterpret_cast<uint4*>(&xs[i]) = *reinterpret_cast<const uint4*>(out);
+  }
+  __syncthreads();
+}
+
+template <typename T, typename OutT, int THREADS, int ROWS, int UNROLL, int SPLIT, int EPILOGUE, int KMAX, bool NORM = false>
 __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   constexpr int kVec = 8;
   constexpr int kWarps = THREADS / 32;
@@ -92,9 +132,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   wait_for_producer_grid();
   launch_dependent_grids();
 
-  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec)
-    *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);
-  __syncthreads();
+  gemv_stage_x<T, OutT, THREADS, NORM>(p, xs);
 
   while (have) {
     const int next = k + UNROLL * kStep;

@@ -48,6 +48,8 @@ std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Functi
 
     std::vector<Candidate> all;
     for (const TemplateFamily* family : all_families()) {
+      const bool generated_matmul = family->name() == "gemv" || family->name() == "gemm";
+      if (options.library_matmuls && generated_matmul) continue;
       auto match = family->match(ctx);
       if (!match) continue;
       plan.families_matched.push_back(family->name());

@@ -20,6 +20,7 @@ namespace agentcompile::plan {
 
 struct PlannerOptions {
   int max_candidates = 8;  // per region, fallback included
+  bool library_matmuls = false;  // matmul regions: only the cuBLAS fallback family (an ablation)
 };
 
 struct RegionPlan {

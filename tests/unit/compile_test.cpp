@@ -96,8 +96,8 @@ TEST(Compile, PresetsWithoutGpuPlanAndCompileEveryCandidate) {
         EXPECT_TRUE(candidate["compile"]["ok"].get<bool>()) << candidate["name"] << "\n" << candidate["compile"]["log"];
       }
     }
-    EXPECT_EQ(meta["regions"].size(), 19u) << preset;
-    EXPECT_EQ(candidates, 152u) << preset;
+    EXPECT_EQ(meta["regions"].size(), 17u) << preset;
+    EXPECT_EQ(candidates, 136u) << preset;
     EXPECT_EQ(compiled, generated) << preset;
   }
 }

@@ -1,6 +1,7 @@
 // The prefill GEMM family without a GPU: every prefill matmul region of Qwen3-1.7B and Llama-3.2-1B
 // (f16 and bf16) is matched with the right variant, its candidates have launch geometry that grows
 // with T, and every candidate renders and compiles with NVRTC for sm_90a and sm_80.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -54,6 +55,12 @@ TEST(GemmFamily, EveryPrefillMatmulRegionIsMatchedWithItsVariant) {
       std::vector<const plan::Candidate*> gemm;
       for (const auto& c : plan.candidates)
         if (c.family == "gemm") gemm.push_back(&c);
+      if (plan.summary.op_sequence.front() == "rmsnorm") {
+        // The last token's norm + lm_head: a one-token prologue only the GEMV and the fallback take.
+        EXPECT_TRUE(gemm.empty()) << "r" << plan.unique_id;
+        EXPECT_TRUE(std::any_of(plan.candidates.begin(), plan.candidates.end(), [](const auto& c) { return c.family == "gemv"; }));
+        continue;
+      }
       ASSERT_GE(gemm.size(), 2u) << "r" << plan.unique_id << ": the best tensor-core candidate and the fallback";
       int fallbacks = 0;
       for (const plan::Candidate* c : gemm) {
@@ -75,8 +82,8 @@ TEST(GemmFamily, EveryPrefillMatmulRegionIsMatchedWithItsVariant) {
       EXPECT_EQ(fallbacks, 1) << "r" << plan.unique_id;
       variants.insert(gemm.front()->match.variant + (gemm.front()->match.out_dtype == ir::DType::kF32 ? "_f32" : ""));
     }
-    // qkv, o_proj + residual, gate/up, down + residual, lm_head + cast on the last row.
-    EXPECT_EQ(variants, (std::multiset<std::string>{"multi", "residual", "gate_up", "residual", "plain_f32"}));
+    // qkv, o_proj + residual, gate/up, down + residual (lm_head reads the last row's norm: a GEMV).
+    EXPECT_EQ(variants, (std::multiset<std::string>{"multi", "residual", "gate_up", "residual"}));
   }
 }
 

@@ -72,16 +72,52 @@ TEST(Regions, DecodeLayersShareUniqueRegions) {
   const ir::Function& decode = *module.find_function("decode");
   auto partition = analysis::form_regions(module, decode);
   auto unique = analysis::unique_regions(module, decode, partition, {1, 2048});
-  // Per layer: norm, fused QKV, qk-norm+rope+kv append, attention, o_proj+residual, norm,
-  // gate/up+silu*mul, down+residual; plus embedding, final norm and lm_head. Every rmsnorm over
-  // [1, 2048] is the same unique region, so 9 are left to tune.
-  EXPECT_EQ(partition.regions.size(), 28u * 8u + 3u);
-  EXPECT_EQ(unique.size(), 9u);
+  // Per layer: norm+fused QKV, qk-norm+rope+kv append, attention, o_proj+residual,
+  // norm+gate/up+silu*mul, down+residual; plus embedding and final norm+lm_head: 8 to tune.
+  EXPECT_EQ(partition.regions.size(), 28u * 6u + 2u);
+  EXPECT_EQ(unique.size(), 8u);
+  int qkv = 0;
   for (const auto& entry : unique) {
-    if (entry.summary.category == analysis::Category::kGemvEpilogue && entry.summary.params.size() == 3) {
-      EXPECT_EQ(entry.sites.size(), 28u);  // fused QKV at every layer
+    const auto& ops = entry.summary.op_sequence;
+    EXPECT_NE(ops, std::vector<std::string>{"rmsnorm"}) << "a decode norm left alone";
+    if (ops == std::vector<std::string>{"rmsnorm", "linear", "linear", "linear"}) {
+      ++qkv;
+      EXPECT_EQ(entry.summary.category, analysis::Category::kGemvEpilogue);
+      EXPECT_EQ(entry.sites.size(), 28u);  // norm + fused QKV at every layer
+      EXPECT_EQ(entry.summary.params.size(), 4u);  // the norm weight and q, k, v
     }
   }
+  EXPECT_EQ(qkv, 1);
+}
+
+TEST(Regions, NormPrologueOnlyForOneTokenAndCanBeTurnedOff) {
+  ir::Module module = build("qwen3-1.7b.json");
+  const ir::Function& decode = *module.find_function("decode");
+  // Unfused (the ablation): every layer's two norms are regions of their own, as is the final norm;
+  // all 57 share one signature.
+  auto unfused = analysis::form_regions(module, decode, analysis::RegionOptions{.norm_prologue = false});
+  EXPECT_EQ(unfused.regions.size(), 28u * 8u + 3u);
+  EXPECT_EQ(analysis::unique_regions(module, decode, unfused, {1, 2048}).size(), 9u);
+  // Without matmul fusion as well, every linear stands alone and its epilogue is a fusion region.
+  auto bare = analysis::form_regions(module, decode, analysis::RegionOptions{.norm_prologue = false, .matmul_fusion = false});
+  for (const auto& region : bare.regions) {
+    if (region.kind == analysis::RegionKind::kMatmul) {
+      EXPECT_EQ(region.nodes.size(), 1u);
+    }
+  }
+  // Prefill normalizes T rows: those norms stay fusion regions. Only the last token's row, which
+  // feeds lm_head alone, takes the prologue.
+  const ir::Function& prefill = *module.find_function("prefill");
+  auto partition = analysis::form_regions(module, prefill);
+  int prologues = 0;
+  for (const auto& region : partition.regions) {
+    const ir::Node& first = prefill.nodes[static_cast<size_t>(region.nodes.front())];
+    if (region.kind == analysis::RegionKind::kMatmul && first.op == ir::OpKind::kRmsNorm) {
+      ++prologues;
+      EXPECT_EQ(prefill.type(first.result).shape[0].value, 1);
+    }
+  }
+  EXPECT_EQ(prologues, 1);
 }
 
 TEST(Regions, GemvSummaryCountsWeightBytes) {
@@ -92,12 +128,13 @@ TEST(Regions, GemvSummaryCountsWeightBytes) {
   bool found = false;
   for (const auto& entry : unique) {
     const auto& s = entry.summary;
-    if (s.op_sequence == std::vector<std::string>{"linear", "linear", "silu", "mul"}) {
+    if (s.op_sequence == std::vector<std::string>{"rmsnorm", "linear", "linear", "silu", "mul"}) {
       found = true;
       EXPECT_EQ(s.category, analysis::Category::kGemvEpilogue);
-      // gate + up weights (2 x 6144 x 2048 bf16) dominate the bytes; 2 FLOPs per weight.
-      EXPECT_NEAR(s.bytes, 2.0 * 6144 * 2048 * 2 + 2048 * 2 + 6144 * 2, 1.0);
-      EXPECT_NEAR(s.flops, 2.0 * 2 * 6144 * 2048 + 5.0 * 6144, 1.0);
+      // gate + up weights (2 x 6144 x 2048 bf16) dominate the bytes; the row and the norm weight
+      // are read, the gated row written. 2 FLOPs per weight, 4 per normalized element.
+      EXPECT_NEAR(s.bytes, 2.0 * 6144 * 2048 * 2 + 2 * 2048 * 2 + 6144 * 2, 1.0);
+      EXPECT_NEAR(s.flops, 2.0 * 2 * 6144 * 2048 + 5.0 * 6144 + 4.0 * 2048, 1.0);
     }
   }
   EXPECT_TRUE(found);

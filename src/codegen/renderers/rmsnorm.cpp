@@ -8,16 +8,6 @@
 
 namespace agentcompile::codegen {
 
-namespace {
-
-std::string float_literal(float v) {
-  std::ostringstream text;
-  text << std::hexfloat << v << "f";  // exact
-  return text.str();
-}
-
-}  // namespace
-
 std::string render_rmsnorm(const plan::Candidate& c) {
   const plan::RowProgram p = plan::decode_row_program(c.match);
   const plan::ParamSet& params = c.params;

@@ -13,12 +13,6 @@ namespace agentcompile::codegen {
 
 namespace {
 
-std::string float_literal(float value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%af", static_cast<double>(value));
-  return text;
-}
-
 double fact_double(const plan::Match& m, const std::string& key) { return std::bit_cast<double>(m.facts.at(key)); }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The library fallback for matmul regions: one cuBLAS GEMM per linear (cublasGemmEx, fp32 compute)
 // followed, when the region has an epilogue, by a small generated elementwise kernel (bias, residual
-// add, SiLU(gate)·up) that reads the GEMM results. Always in the space of a matmul region, and
+// add, SiLU(gate)·up) that reads the GEMM results. A region with an RMSNorm prologue first runs a
+// generated RMSNorm kernel (rmsnorm.cuh) into the workspace, and the GEMMs read the row from there. Always in the space of a matmul region, and
 // marked as its fallback: a generated kernel is selected only when it is measured faster.
 #include <sstream>
 
@@ -34,9 +35,11 @@ class CublasFamily final : public TemplateFamily {
 
   std::string kernel_name(const Match& m, const ParamSet&) const override {
     std::ostringstream name;
-    name << "cublas_" << m.variant << "_" << dtype_tag(m.dtype);
+    // Rows are part of the name: the generated kernels differ between one static token and T.
+    const int64_t rows = m.facts.at("tokens_static");
+    name << "cublas_" << (m.facts.count("norm") ? "rmsnorm_" : "") << m.variant << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
-    name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K");
+    name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K") << "_m" << (rows ? std::to_string(rows) : "T");
     return name.str();
   }
 
@@ -45,11 +48,20 @@ class CublasFamily final : public TemplateFamily {
     const std::string tokens = m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "T";
     const int64_t rows = m.facts.at("N");
     std::vector<Launch> out;
+    std::string a = m.roles.at("x");
+    if (m.facts.count("norm")) {
+      Launch norm;
+      norm.kernel = base + "_rmsnorm";
+      norm.block_x = kNormThreads;
+      norm.grid_x = m.facts.at("tokens_static") ? Extent{0, m.facts.at("tokens_static"), 1} : Extent{1, 0, 1};
+      out.push_back(norm);
+      a = "workspace:" + std::to_string(normalized_row_offset(m));
+    }
     auto gemm = [&](const std::string& weight, const std::string& dest, int64_t n, const std::string& c_dtype) {
       Launch l;
       l.kernel = "cublasGemmEx";
       l.library = true;
-      l.library_args = {{"op", "gemm"}, {"a", m.roles.at("x")}, {"b", m.roles.at(weight)}, {"c", dest}, {"m", tokens},
+      l.library_args = {{"op", "gemm"}, {"a", a}, {"b", m.roles.at(weight)}, {"c", dest}, {"m", tokens},
                         {"n", std::to_string(n)}, {"k", std::to_string(m.facts.at("K"))}, {"c_dtype", c_dtype}};
       out.push_back(l);
     };
@@ -75,9 +87,15 @@ class CublasFamily final : public TemplateFamily {
     return out;
   }
 
+  // Per token: the fp32 gate and up results (gate_up), then the normalized row (a norm prologue).
   int64_t workspace_bytes_per_token(const Match& m, const ParamSet&) const override {
-    return m.variant == "gate_up" ? 2 * m.facts.at("N") * 4 : 0;
+    return normalized_row_offset(m) + (m.facts.count("norm") ? m.facts.at("K") * ir::dtype_size(m.dtype) : 0);
   }
+
+ private:
+  static constexpr int kNormThreads = 256;  // the prologue kernel: one row per block
+
+  static int64_t normalized_row_offset(const Match& m) { return m.variant == "gate_up" ? 2 * m.facts.at("N") * 4 : 0; }
 };
 
 }  // namespace

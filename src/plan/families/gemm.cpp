@@ -120,6 +120,7 @@ class GemmFamily final : public TemplateFamily {
     auto base = match_matmul_region(ctx, TokenCount::kAny);
     if (!base) return std::nullopt;
     Match m = std::move(*base);
+    if (m.facts.count("norm")) return std::nullopt;  // a norm prologue is a one-token (GEMV) fusion
     // What the tensor-core tiles add to the shared matcher: 16-bit inputs, K in mma steps, column pairs
     // that never straddle a segment edge, one dtype through the epilogue, and nothing else escaping.
     if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16) return std::nullopt;
