@@ -15,6 +15,7 @@ struct EngineFlags {
   std::string model, artifact, cache_dir;
   int64_t max_context = 0, prefill_chunk = 0;
   bool no_cuda_graph = false, no_pdl = false;
+  bool unfused = false, cublas_matmuls = false;  // compile ablations (a separate cached artifact each)
   int max_candidates = 8;
 };
 

@@ -163,7 +163,7 @@ json result_options(const CompileOptions& o, bool gpu) {
     if (o.advisor.backend == "openai" || o.advisor.backend == "anthropic") advisor["model"] = o.advisor.model;
   }
   return {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
-          {"advisor", advisor}, {"search_budget", o.search.budget},
+          {"advisor", advisor}, {"search_budget", o.search.budget}, {"unfused", o.unfused}, {"library_matmuls", o.library_matmuls},
           {"ablate_advisor", o.search.ablate_advisor ? json{{"budgets", o.search.ablate_budgets}, {"seed", o.search.ablate_seed}} : json(false)}};
 }
 
@@ -293,13 +293,13 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   for (const auto& function : module.functions) {
     emit::CompiledFunction f;
     f.name = function.name;
-    f.partition = analysis::form_regions(module, function);
+    f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused});
     f.buckets = buckets_for(function.name, c.max_position_embeddings);
     const ir::SymbolBindings bindings = function.name == "decode" ? ir::SymbolBindings{1, 2048} : ir::SymbolBindings{512, 512};
     auto unique = analysis::unique_regions(module, function, f.partition, bindings);
     f.unique_of_region.assign(f.partition.regions.size(), -1);
     // Plan right away (needs the partition alive): candidates per unique region.
-    auto plans = plan::plan_function(module, function, f.partition, unique, profile, plan::PlannerOptions{options.max_candidates});
+    auto plans = plan::plan_function(module, function, f.partition, unique, profile, plan::PlannerOptions{options.max_candidates, options.library_matmuls});
     for (auto& plan : plans) {
       emit::CompiledRegion region;
       region.id = function.name + ".r" + std::to_string(plan.unique_id);

@@ -6,7 +6,7 @@
 // advice.json and ablation.json sit beside metadata.json when the compile had an advisor or an ablation.
 #include <algorithm>
 #include <fstream>
-#include <set>
+#include <map>
 #include <sstream>
 
 #include "codegen/embedded_kernels.h"
@@ -72,14 +72,20 @@ Status write_artifact(const Artifact& artifact, const fs::path& dir) {
                << "// Host mirror of ac::RegionArgs (include/common.cuh): pass a pointer to one of these as `args`.\n"
                << "struct RegionArgs {\n  const void* in[8];\n  void* out[8];\n  const void* w[8];\n  void* state[4];\n"
                << "  void* workspace;\n  int T;\n  int L;\n};\n}  // namespace agentcompile_kernels\n\nextern \"C\" {\n";
-  std::set<std::string> written;
+  std::map<std::string, std::string> written;  // kernel file name -> its source
   for (const auto& region : artifact.regions) {
     for (const auto& selection : region.selections) {
       if (selection.candidate < 0) continue;
       const size_t index = static_cast<size_t>(selection.candidate);
       const plan::Candidate& c = region.plan.candidates[index];
-      if (!codegen::has_generated_launch(c) || !written.insert(c.name()).second) continue;  // a library call with an epilogue kernel has a cubin too
+      if (!codegen::has_generated_launch(c)) continue;  // a library call with an epilogue kernel has a cubin too
       AC_ASSIGN_OR_RETURN(std::string source, codegen::render_source(c));
+      // Files are named by the candidate: two selections of one name must be one kernel.
+      if (auto [it, fresh] = written.emplace(c.name(), source); !fresh) {
+        if (it->second != source)
+          return error(ErrorCode::kInternal, region.id + ": two selected candidates are named " + c.name() + " but differ in source");
+        continue;
+      }
       const bool calls_library = std::any_of(c.launches.begin(), c.launches.end(), [](const plan::Launch& l) { return l.library; });
       AC_TRY(write_text(dir / "kernels" / (c.name() + ".cu"),
                         source + (calls_library ? "\n// This candidate also makes a library (cuBLAS) call, recorded in metadata.json; the\n"

@@ -52,10 +52,13 @@ std::string artifact_incompatibility(const fs::path& dir, const frontend::ModelC
   return "";
 }
 
-fs::path default_artifact_dir(const fs::path& cache_dir, const fs::path& model, const frontend::ModelConfig& config) {
+fs::path default_artifact_dir(const fs::path& cache_dir, const fs::path& model, const frontend::ModelConfig& config,
+                              const CompileOptions& compile) {
   std::error_code ec;
   const fs::path absolute = fs::weakly_canonical(fs::absolute(model, ec), ec);
-  const std::string tag = support::sha256_hex(absolute.string() + "\n" + config.raw.dump()).substr(0, 20);
+  std::string tag = support::sha256_hex(absolute.string() + "\n" + config.raw.dump()).substr(0, 20);
+  if (compile.unfused) tag += "-unfused";
+  if (compile.library_matmuls) tag += "-cublas-matmuls";
   return cache_root(cache_dir) / "models" / tag;
 }
 
@@ -91,7 +94,7 @@ Expected<ResolvedArtifact> resolve_artifact(const EngineOptions& options, const 
   }
   CompileOptions compile = options.compile;
   compile.model = options.model;
-  compile.output = default_artifact_dir(options.cache_dir, options.model, config);
+  compile.output = default_artifact_dir(options.cache_dir, options.model, config, compile);
   compile.cache_dir = options.cache_dir;
   compile.device_profile.clear();
   compile.no_gpu = false;

@@ -25,9 +25,10 @@ struct ResolvedArtifact {
 std::string artifact_incompatibility(const std::filesystem::path& dir, const frontend::ModelConfig& config, const std::string& ir_text,
                                      const std::string& arch);
 
-// The default artifact directory of a model: <cache>/models/<hash of its path and configuration>.
+// The default artifact directory of a model: <cache>/models/<hash of its path and configuration>,
+// with a suffix per compile ablation ("-unfused", "-cublas-matmuls"), so each keeps its own artifact.
 std::filesystem::path default_artifact_dir(const std::filesystem::path& cache_dir, const std::filesystem::path& model,
-                                           const frontend::ModelConfig& config);
+                                           const frontend::ModelConfig& config, const CompileOptions& compile = {});
 
 Expected<ResolvedArtifact> resolve_artifact(const EngineOptions& options, const frontend::ModelConfig& config, const std::string& ir_text,
                                             const ProgressFn& progress);
