@@ -153,16 +153,15 @@ class Segmenter {
   void place(int index) {
     const ir::Node& n = node(index);
     if (n.op == OpKind::kWeight || is_view_node(n)) return;  // attached to consumers below
-    const bool joins = joins_current(index);
-    if (!joins && n.op == OpKind::kLinear && takes_norm_prologue(index)) {
-      current_->kind = RegionKind::kMatmul;  // the norm's fusion region becomes the matmul region
-      matmul_has_epilogue_ = false;
-      matmul_input_ = matmul_input(n);
-    } else if (!joins) {
-      partition_.regions.push_back(Region{});
-      current_ = &partition_.regions.back();
-      current_->index = static_cast<int>(partition_.regions.size()) - 1;
-      current_->kind = kind_for(n);
+    if (!joins_current(index)) {
+      if (n.op == OpKind::kLinear && takes_norm_prologue(index)) {
+        current_->kind = RegionKind::kMatmul;  // the norm's fusion region becomes the matmul region
+      } else {
+        partition_.regions.push_back(Region{});
+        current_ = &partition_.regions.back();
+        current_->index = static_cast<int>(partition_.regions.size()) - 1;
+        current_->kind = kind_for(n);
+      }
       matmul_has_epilogue_ = false;
       if (current_->kind == RegionKind::kMatmul) matmul_input_ = matmul_input(n);
     } else if (current_->kind == RegionKind::kMatmul && ir::op_info(n.op).op_class != OpClass::kMatmul) {

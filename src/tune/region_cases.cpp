@@ -6,7 +6,6 @@
 #include "tune/region_cases.h"
 
 #include <algorithm>
-
 #include <cmath>
 
 #include "ir/interpreter.h"

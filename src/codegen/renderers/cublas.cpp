@@ -11,10 +11,6 @@ namespace agentcompile::codegen {
 
 namespace {
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The RMSNorm prologue: each token's row of x, normalized, into the workspace the GEMMs read
 // ("workspace:<offset per token>" in their library_args).
 void render_norm_prologue(const plan::Candidate& c, const plan::Launch& launch, std::ostringstream& src) {
@@ -71,7 +67,7 @@ std::string render_cublas_epilogue(const plan::Candidate& c) {
       << "#include \"common.cuh\"\n#include \"epilogue.cuh\"\n#include \"rmsnorm.cuh\"\n\n";
   for (const auto& launch : c.launches) {
     if (launch.library) continue;
-    if (ends_with(launch.kernel, "_rmsnorm"))
+    if (launch.kernel.ends_with("_rmsnorm"))
       render_norm_prologue(c, launch, src);
     else
       render_epilogue(c, launch.kernel, src);

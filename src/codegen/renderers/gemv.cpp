@@ -22,8 +22,7 @@ std::string render_gemv(const plan::Candidate& c) {
       << "  ac::GemvParams<" << T << ", " << O << "> p;\n"
       << "  p.x = " << role_pointer(m, "x", T, true) << ";  // [K]\n"
       << "  p.norm_w = " << role_pointer(m, "norm_w", T, true) << ";  // [K] RMSNorm prologue\n"
-      << "  p.norm_eps = " << float_literal(plan::matmul_norm_eps(m))
-      << ";\n"
+      << "  p.norm_eps = " << float_literal(plan::matmul_norm_eps(m)) << ";\n"
       << "  p.residual = " << role_pointer(m, "residual", T, true) << ";  // [N]\n";
   for (int s = 0; s < 3; ++s) {
     const std::string i = std::to_string(s);

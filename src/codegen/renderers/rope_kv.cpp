@@ -2,7 +2,6 @@
 // the interpreter's own (ir::kernels::rope_inv_freq, float32 and llama3 scaling as transformers
 // computes them), written as exact hexadecimal float literals.
 #include <bit>
-#include <cstdio>
 #include <sstream>
 
 #include "codegen/render.h"

@@ -1,8 +1,9 @@
 // The library fallback for matmul regions: one cuBLAS GEMM per linear (cublasGemmEx, fp32 compute)
 // followed, when the region has an epilogue, by a small generated elementwise kernel (bias, residual
 // add, SiLU(gate)·up) that reads the GEMM results. A region with an RMSNorm prologue first runs a
-// generated RMSNorm kernel (rmsnorm.cuh) into the workspace, and the GEMMs read the row from there. Always in the space of a matmul region, and
-// marked as its fallback: a generated kernel is selected only when it is measured faster.
+// generated RMSNorm kernel (rmsnorm.cuh) into the workspace, and the GEMMs read the row from there.
+// Always in the space of a matmul region, and marked as its fallback: a generated kernel is selected
+// only when it is measured faster.
 #include <sstream>
 
 #include "plan/families.h"
