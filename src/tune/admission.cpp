@@ -97,8 +97,10 @@ struct LoadedCandidate {
   LibraryRunner* library = nullptr;
 };
 
+// `programmatic`: generated kernels launch as the runtime launches them on sm_90+ (programmatic
+// dependent launch), so what a kernel does before its producer wait overlaps the launch before it.
 Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
-                    const RegionBindings& bindings, CUstream stream) {
+                    const RegionBindings& bindings, CUstream stream, bool programmatic = false) {
   for (size_t l = 0; l < candidate.launches.size(); ++l) {
     const plan::Launch& launch = candidate.launches[l];
     if (launch.library) {
@@ -108,13 +110,15 @@ Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loa
     }
     AC_TRY(launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
                          static_cast<unsigned>(launch.grid_y.at(bindings.T)), static_cast<unsigned>(launch.grid_z.at(bindings.T)),
-                         static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args));
+                         static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args,
+                         programmatic));
   }
   return Status::ok();
 }
 
 // Times one candidate at one size: rotates through enough buffer sets (random data) that a set's
-// bytes have left L2 when it comes round again; events bracket every repetition.
+// bytes have left L2 when it comes round again; events bracket every repetition. Launches are
+// programmatic on sm_90+, as in the runtime's decode and prefill.
 Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_module, const plan::Candidate& candidate,
                                 const LoadedCandidate& loaded, const RegionBindings& size, SharedWeights& weights,
                                 const AdmitOptions& options) {
@@ -138,15 +142,16 @@ Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_modul
     AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layout, data, candidate, size, sets_needed == 1 ? &weights : nullptr));
     sets.push_back(std::move(set));
   }
+  const bool programmatic = ctx.info().sm_major >= 9;
   for (int w = 0; w < options.warmup; ++w)
-    AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(w) % sets.size()].args, size, ctx.stream()));
+    AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(w) % sets.size()].args, size, ctx.stream(), programmatic));
   // Short kernels are timed in batches of back-to-back launches (about 100 us of work per sample),
   // so event and launch latency do not masquerade as kernel time; each sample is per launch.
   AC_ASSIGN_OR_RETURN(CudaEvent probe_start, CudaEvent::create());
   AC_ASSIGN_OR_RETURN(CudaEvent probe_end, CudaEvent::create());
   AC_TRY(probe_start.record(ctx.stream()));
   for (int i = 0; i < 3; ++i)
-    AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(i) % sets.size()].args, size, ctx.stream()));
+    AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(i) % sets.size()].args, size, ctx.stream(), programmatic));
   AC_TRY(probe_end.record(ctx.stream()));
   AC_ASSIGN_OR_RETURN(float probe_ms, probe_end.elapsed_since(probe_start));
   const int batch = static_cast<int>(std::clamp(0.1 / std::max(probe_ms / 3.0, 1e-4), 1.0, 64.0));
@@ -159,7 +164,7 @@ Expected<Timing> time_candidate(CudaContext& ctx, const ir::Module& region_modul
   AC_TRY(events[0].record(ctx.stream()));
   for (int rep = 0; rep < options.repetitions; ++rep) {
     for (int b = 0; b < batch; ++b)
-      AC_TRY(run_launches(candidate, loaded, sets[next_set++ % sets.size()].args, size, ctx.stream()));
+      AC_TRY(run_launches(candidate, loaded, sets[next_set++ % sets.size()].args, size, ctx.stream(), programmatic));
     AC_TRY(events[static_cast<size_t>(rep) + 1].record(ctx.stream()));
   }
   std::vector<double> times;

@@ -148,7 +148,9 @@ Expected<CUfunction> CudaModule::function(const std::string& name) const {
 Status launch_kernel(CUfunction function, const std::string& name, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                      unsigned block_x, unsigned shared_bytes, CUstream stream, const void* args, bool programmatic_dependency) {
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status::ok();  // nothing to do (e.g. zero tokens)
-  if (shared_bytes > 48 * 1024)
+  // The 48 KB default limit is on static + dynamic shared memory together, so any dynamic amount may
+  // need the opt-in (a kernel with 12 KB static and 40 KB dynamic does).
+  if (shared_bytes > 0)
     AC_CU(api().FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           "cuFuncSetAttribute(" + name + ", dynamic shared " + std::to_string(shared_bytes) + ")");
   void* params[] = {const_cast<void*>(args)};
