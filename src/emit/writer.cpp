@@ -41,8 +41,10 @@ std::string host_launcher(const plan::Candidate& c) {
   for (const auto& launch : c.launches) {
     src << "  {\n    const dim3 grid(" << extent_expr(launch.grid_x) << ", " << extent_expr(launch.grid_y) << ", "
         << extent_expr(launch.grid_z) << ");\n";
-    if (launch.shared_bytes > 0)  // the default 48 KB bounds static + dynamic shared memory together
-      src << "    cudaFuncSetAttribute(" << launch.kernel << ", cudaFuncAttributeMaxDynamicSharedMemorySize, " << launch.shared_bytes << ");\n";
+    if (launch.shared_bytes > 0)  // the default 48 KB bounds static + dynamic together; opt in once per process
+      src << "    static const cudaError_t shared_opt_in = cudaFuncSetAttribute(" << launch.kernel
+          << ", cudaFuncAttributeMaxDynamicSharedMemorySize, " << launch.shared_bytes << ");\n"
+          << "    if (shared_opt_in != cudaSuccess) return shared_opt_in;\n";
     src << "    if (grid.x && grid.y && grid.z) " << launch.kernel << "<<<grid, " << launch.block_x << ", " << launch.shared_bytes
         << ", stream>>>(*a);\n    const cudaError_t status = cudaGetLastError();\n    if (status != cudaSuccess) return status;\n  }\n";
   }

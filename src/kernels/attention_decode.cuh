@@ -36,7 +36,7 @@ struct AttentionDecodeParams {
   int L;               // cache rows
 };
 
-constexpr float kAttnNegBig = -3.0e38f;
+constexpr float kAttnNegBig = -3.0e38f;  // start of the running max: finite, so exp2(m - m') is never NaN
 
 // Thread-block clusters (sm_90+), in PTX so NVRTC needs no cooperative_groups header.
 __device__ __forceinline__ unsigned cluster_block_rank() {
@@ -66,7 +66,7 @@ __device__ __forceinline__ float load_cluster_shared(const float* local, unsigne
   v = *local;
 #endif
   return v;
-}  // start of the running max: finite, so exp2(m - m') is never NaN
+}
 
 __device__ __forceinline__ int attention_decode_len(const int* pos, int L) {
   const int len = *pos + 1;
