@@ -5,8 +5,9 @@
 // K loop is unrolled UNROLL steps deep; x is staged once per block in shared memory. With SPLIT > 1
 // the K range is split across SPLIT warps of the block and combined through shared memory (for
 // few rows and long K, e.g. down_proj N=2048, K=6144).
-// The first batch of weight loads is issued before the programmatic-dependent-launch wait (the
-// template places its own wait), so it overlaps the kernel before it.
+// The first batch of weight loads (and the norm weights) is issued before the programmatic-
+// dependent-launch wait (the template places its own wait), so it overlaps the kernel before it; the
+// second right after the wait, before x is staged.
 // Epilogues: plain (optionally + bias), residual add, gate/up SiLU·mul (two weight matrices read
 // together), multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N).
 // Prologue (NORM): x is the input of an RMSNorm that the block applies while staging it, in the
@@ -33,10 +34,33 @@ struct GemvParams {
   int K;
 };
 
-// Stages x (or RMSNorm(x) with NORM) into shared memory; every thread handles the same 16-byte
-// chunks in both passes, so only the block sum needs a barrier. Ends with the block's barrier.
-template <typename T, typename OutT, int THREADS, bool NORM>
-__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, T* xs) {
+// One of a segment array by a runtime index, as selects: indexing the params struct's arrays with a
+// runtime value would copy it to local memory.
+template <typename P>
+__device__ __forceinline__ P gemv_pick(P const (&items)[3], int i) {
+  return i == 0 ? items[0] : i == 1 ? items[1] : items[2];
+}
+
+// Stages x (or RMSNorm(x) with NORM) into shared memory. With NORM, each thread keeps its 16-byte
+// chunks of x in registers between the two passes (only the block sum needs a barrier), and the norm
+// weights were loaded before the producer wait (load_norm_weights). Ends with the block's barrier.
+template <typename T, int THREADS, int KMAX>
+struct GemvNormWeights {
+  static constexpr int kChunks = (KMAX + THREADS * 8 - 1) / (THREADS * 8);  // 16-byte chunks per thread
+  uint4 w[kChunks];
+};
+
+template <typename T, typename OutT, int THREADS, int KMAX>
+__device__ __forceinline__ void load_norm_weights(const GemvParams<T, OutT>& p, GemvNormWeights<T, THREADS, KMAX>& nw) {
+#pragma unroll
+  for (int c = 0; c < GemvNormWeights<T, THREADS, KMAX>::kChunks; ++c) {
+    const int i = (c * THREADS + threadIdx.x) * 8;
+    if (i < p.K) nw.w[c] = load16(p.norm_w + i);
+  }
+}
+
+template <typename T, typename OutT, int THREADS, int KMAX, bool NORM>
+__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, const GemvNormWeights<T, THREADS, KMAX>& nw, T* xs) {
   constexpr int kVec = 8;
   const int K = p.K;
   if (!NORM) {
@@ -45,21 +69,28 @@ __device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, T* xs
     __syncthreads();
     return;
   }
+  constexpr int kChunks = GemvNormWeights<T, THREADS, KMAX>::kChunks;
   __shared__ float scratch[THREADS / 32];
+  uint4 raw[kChunks];
   float squares = 0.f;
-  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec) {
-    const uint4 raw = load16(p.x + i);
-    *reinterpret_cast<uint4*>(&xs[i]) = raw;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = (c * THREADS + threadIdx.x) * kVec;
+    if (i >= K) continue;
+    raw[c] = load16(p.x + i);
     float xf[8];
-    unpack8<T>(raw, xf);
+    unpack8<T>(raw[c], xf);
 #pragma unroll
     for (int e = 0; e < 8; ++e) squares = fmaf(xf[e], xf[e], squares);
   }
   const float inv_rms = rsqrtf(block_sum<THREADS>(squares, scratch) / static_cast<float>(K) + p.norm_eps);
-  for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec) {
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = (c * THREADS + threadIdx.x) * kVec;
+    if (i >= K) continue;
     float xf[8], wf[8];
-    unpack8<T>(*reinterpret_cast<const uint4*>(&xs[i]), xf);
-    unpack8<T>(load16(p.norm_w + i), wf);
+    unpack8<T>(raw[c], xf);
+    unpack8<T>(nw.w[c], wf);
     alignas(16) T out[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) out[e] = from_float<T>(wf[e] * (xf[e] * inv_rms));
@@ -96,7 +127,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
       if (row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
     }
 #pragma unroll
-    for (int m = 0; m < kMats; ++m) wrow[r][m] = p.w[EPILOGUE == kGemvGateUp ? m : seg] + static_cast<size_t>(row) * K;
+    for (int m = 0; m < kMats; ++m) wrow[r][m] = gemv_pick(p.w, EPILOGUE == kGemvGateUp ? m : seg) + static_cast<size_t>(row) * K;
   }
 
   float acc[ROWS][kMats];
@@ -126,19 +157,24 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   };
   bool have = batch_fits(k);
   if (have) load_batch(cur, k);
+  GemvNormWeights<T, THREADS, KMAX> norm_weights;
+  if (NORM) load_norm_weights<T, OutT, THREADS, KMAX>(p, norm_weights);
 
   // Everything above reads only weights, so under programmatic dependent launch it overlaps the
   // producer kernel; x (and the residual) are read only after the producer grid has finished.
   wait_for_producer_grid();
   launch_dependent_grids();
 
-  gemv_stage_x<T, OutT, THREADS, NORM>(p, xs);
+  // The second batch goes out before x is staged, so the weights keep streaming through the
+  // staging's latency (a load of x and, with the norm, a block reduction and two barriers).
+  int next = k + UNROLL * kStep;
+  bool have_next = have && batch_fits(next);
+  uint4 nxt[UNROLL][ROWS][kMats];
+  if (have_next) load_batch(nxt, next);
+
+  gemv_stage_x<T, OutT, THREADS, KMAX, NORM>(p, norm_weights, xs);
 
   while (have) {
-    const int next = k + UNROLL * kStep;
-    const bool have_next = batch_fits(next);
-    uint4 nxt[UNROLL][ROWS][kMats];
-    if (have_next) load_batch(nxt, next);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       float xf[8];
@@ -153,16 +189,18 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
           for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[e], xf[e], acc[r][m]);
         }
     }
-    if (have_next) {
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-          for (int m = 0; m < kMats; ++m) cur[u][r][m] = nxt[u][r][m];
-    }
     k = next;
     have = have_next;
+    if (!have) break;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int m = 0; m < kMats; ++m) cur[u][r][m] = nxt[u][r][m];
+    next = k + UNROLL * kStep;
+    have_next = batch_fits(next);
+    if (have_next) load_batch(nxt, next);
   }
   for (; k < k_end; k += kStep) {  // remainder steps
     float xf[8];
@@ -216,9 +254,10 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
     int seg = 0;
     if (row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
     float v = acc[r][0];
-    if (p.bias[seg]) v += to_float(p.bias[seg][row]);
+    const T* bias = gemv_pick(p.bias, seg);
+    if (bias) v += to_float(bias[row]);
     if (EPILOGUE == kGemvResidual) v += to_float(p.residual[row]);
-    p.y[seg][row] = from_float<OutT>(v);
+    gemv_pick(p.y, seg)[row] = from_float<OutT>(v);
   }
 }
 
