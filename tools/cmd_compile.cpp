@@ -56,7 +56,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--cache-dir", *cache, "NVRTC and artifact cache (default ~/.cache/agentcompile)");
   cmd->add_option("--seeds", options->seeds, "Validation seeds (each with 2 input distributions)")->check(CLI::Range(1, 16));
   cmd->add_option("--repetitions", options->repetitions, "Timed repetitions per candidate")->check(CLI::Range(3, 1000));
-  cmd->add_flag("--unfused", options->unfused, "No norm prologues, matmul epilogues or horizontal matmul fusion (ablation)");
+  cmd->add_flag("--unfused", options->unfused, "No norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd->add_flag("--cublas-matmuls", options->library_matmuls, "Matmul regions use the cuBLAS fallback only (ablation)");
   cmd->add_flag("-v,--verbose", options->verbose, "A progress line per advisor exchange, with the reply and every rejection");
   add_advisor_options(cmd, options.get(), advice_cache.get());

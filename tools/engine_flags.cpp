@@ -16,7 +16,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd.add_flag("--no-cuda-graph", flags.no_cuda_graph, "Issue the decode step's launches one by one instead of replaying a CUDA graph");
   cmd.add_flag("--no-pdl", flags.no_pdl, "Launch decode kernels without programmatic dependent launch (ablation)");
-  cmd.add_flag("--unfused", flags.unfused, "Compile without norm prologues, matmul epilogues or horizontal matmul fusion (ablation)");
+  cmd.add_flag("--unfused", flags.unfused, "Compile without norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd.add_flag("--cublas-matmuls", flags.cublas_matmuls, "Compile every matmul region to its cuBLAS fallback, no generated GEMV or GEMM (ablation)");
   cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
 }

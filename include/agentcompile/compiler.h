@@ -47,7 +47,7 @@ struct CompileOptions {
   int repetitions = 30;               // timed repetitions per candidate and bucket
   bool verbose = false;               // a progress line per advisor exchange, with its reply
   // Ablations (BENCHMARK.md): what the compiler may not do.
-  bool unfused = false;               // no norm prologues, matmul epilogues or horizontal matmul fusion
+  bool unfused = false;               // no norm or attention prologues, matmul epilogues or horizontal matmul fusion
   bool library_matmuls = false;       // matmul regions run the cuBLAS fallback only (no generated GEMV/GEMM)
   AdvisorOptions advisor;
   SearchOptions search;

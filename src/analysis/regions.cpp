@@ -150,11 +150,52 @@ class Segmenter {
     return joined == users.size();
   }
 
+  // The value a node defines is read only by nodes of the current region or by node `reader`.
+  bool read_only_inside_or_by(ir::ValueId value, int reader) const {
+    if (facts_.is_result[static_cast<size_t>(value)]) return false;
+    for (int user : facts_.users[static_cast<size_t>(value)]) {
+      const ir::Node& u = node(user);
+      if (is_view_node(u)) {
+        if (!read_only_inside_or_by(u.result, reader)) return false;
+      } else if (user != reader && partition_.region_of_node[static_cast<size_t>(user)] != current_->index) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The attention prologue rule: the current region is the QK-norm / RoPE / KV-append of one static
+  // token (rmsnorm, rope and kv_append nodes only, at least one append), the attention `index` reads
+  // its query from that region and its keys and values as the caches the region appended to, and
+  // nothing else reads what the region computed. The attention's kernel then does the prologue
+  // itself: it writes the new cache row and uses it from registers.
+  bool takes_attention_prologue(int index) const {
+    if (!options_.attention_prologue || !current_ || current_->kind != RegionKind::kFusion || !current_->has_side_effect) return false;
+    const ir::Node& attention = node(index);
+    if (attention.operands.size() < 3) return false;
+    const auto& q_shape = function_.type(attention.operands[0]).shape;
+    if (q_shape.empty() || !q_shape[0].is_static() || q_shape[0].value != 1) return false;
+    for (int member : current_->nodes) {
+      const OpKind op = node(member).op;
+      if (op != OpKind::kRmsNorm && op != OpKind::kRope && op != OpKind::kKvAppend) return false;
+      if (!read_only_inside_or_by(node(member).result, index)) return false;
+    }
+    if (!defined_in_current(attention.operands[0])) return false;
+    for (int kv = 1; kv <= 2; ++kv) {
+      const ir::ValueId cache = through_views(function_, attention.operands[static_cast<size_t>(kv)], nullptr);
+      const int producer = function_.value(cache).producer;
+      if (producer < 0 || node(producer).op != OpKind::kKvAppend || !defined_in_current(cache)) return false;
+    }
+    return true;
+  }
+
   void place(int index) {
     const ir::Node& n = node(index);
     if (n.op == OpKind::kWeight || is_view_node(n)) return;  // attached to consumers below
     if (!joins_current(index)) {
-      if (n.op == OpKind::kLinear && takes_norm_prologue(index)) {
+      if (n.op == OpKind::kAttention && takes_attention_prologue(index)) {
+        current_->kind = RegionKind::kAttention;  // the prologue's fusion region becomes the attention region
+      } else if (n.op == OpKind::kLinear && takes_norm_prologue(index)) {
         current_->kind = RegionKind::kMatmul;  // the norm's fusion region becomes the matmul region
       } else {
         partition_.regions.push_back(Region{});

@@ -13,6 +13,11 @@
 //   - consecutive pointwise, norm, rope, softmax and reduction nodes merge into one fusion region.
 //   - a side effect (kv_append) may close a region: once one is in, only further side effects may
 //     join, and they keep their order. Attention and embedding gathers are regions of their own.
+//   - an attention prologue: the QK-norm / RoPE / KV-append region of one static token whose results
+//     only the next attention reads (the roped query and the caches it appended to) joins that
+//     attention. The one read that crosses the append, the new key and value row, comes from the
+//     kernel's own registers: it writes the row and reads only older rows from the cache, so the
+//     kernel keeps the order the side effect needs, and a decode step loses a launch per layer.
 #pragma once
 
 #include <string>
@@ -43,10 +48,11 @@ struct RegionPartition {
   std::vector<int> region_of_node;  // -1 for weight and view nodes
 };
 
-// Both on by default; both off is the unfused ablation.
+// All on by default; all off is the unfused ablation.
 struct RegionOptions {
-  bool norm_prologue = true;  // off: every RMSNorm stays a fusion region of its own
-  bool matmul_fusion = true;  // off: every linear is a region of its own, its epilogue ops a fusion region
+  bool norm_prologue = true;       // off: every RMSNorm stays a fusion region of its own
+  bool matmul_fusion = true;       // off: every linear is a region of its own, its epilogue ops a fusion region
+  bool attention_prologue = true;  // off: QK-norm / RoPE / KV append stay a fusion region before attention
 };
 
 RegionPartition form_regions(const ir::Module& module, const ir::Function& function, const RegionOptions& options = {});

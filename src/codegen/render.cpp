@@ -23,6 +23,7 @@ std::string float_literal(float value) {
 }
 
 std::string slot_expression(const std::string& slot) {
+  if (slot == "workspace") return "a.workspace";
   const size_t digit = slot.find_first_of("0123456789");
   if (digit == std::string::npos || digit == 0) return "";
   return "a." + slot.substr(0, digit) + "[" + slot.substr(digit) + "]";
@@ -37,8 +38,9 @@ std::string role_pointer(const plan::Match& match, const std::string& role, cons
 }
 
 bool family_places_producer_wait(const std::string& family) {
-  // gemv.cuh issues its first weight loads, which read no activation, before it waits.
-  return family == "gemv";
+  // gemv.cuh issues its first weight loads, which read no activation, before it waits;
+  // attention_decode.cuh its first loads of cache rows that earlier steps wrote.
+  return family == "gemv" || family == "attention_decode";
 }
 
 bool has_generated_launch(const plan::Candidate& candidate) {

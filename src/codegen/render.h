@@ -23,7 +23,7 @@ const char* cuda_type(ir::DType dtype);
 // An exact float literal for generated code: hexadecimal, with the f suffix ("0x1.0c6f7ap-20f").
 std::string float_literal(float value);
 
-// "in3" -> "a.in[3]": how a wrapper reads an interface slot of ac::RegionArgs `a`.
+// "in3" -> "a.in[3]": how a wrapper reads an interface slot of ac::RegionArgs `a` ("workspace": a.workspace).
 std::string slot_expression(const std::string& slot);
 
 // "static_cast<const T*>(a.in[3])" for a role of the match, or "nullptr" when the role is absent.

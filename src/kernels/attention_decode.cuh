@@ -17,15 +17,26 @@
 // combine their partials through distributed shared memory, so one launch does what the split launch
 // and its combine do, with no workspace. Keys per split follow len/SPLITS (at least CHUNK); blocks
 // past the valid keys still join the cluster's barriers with an empty partial.
+//
+// Programmatic dependent launch: the kernel places its own wait. Before it, a block reads only what
+// earlier kernels wrote: the position (the previous step's sampler) and the cache rows before it
+// (earlier steps), so its first batch of K/V loads overlaps the kernel before it. The query and the
+// newest key and value row, which that kernel produces, are read after the wait.
+// Prologue (PROLOGUE): the region opens with its token's QK-norm, RoPE and KV append. Every block
+// normalizes and rotates its query heads itself, from the raw projection; the block whose keys
+// include the new position does the same for the new key, writes the key and value row to the cache
+// and folds it in from registers. The arithmetic is rope_kv.cuh's, and the rotated rows are rounded
+// to T as the cache stores them, so the result equals the two-kernel path.
 #pragma once
 
 #include "common.cuh"
+#include "rope_kv.cuh"  // rope_sincos: the reduced-angle sin/cos the RoPE kernel uses
 
 namespace ac {
 
 template <typename T>
 struct AttentionDecodeParams {
-  const T* q;          // [NH, D]
+  const T* q;          // [NH, D]: the query, or with the prologue its raw projection
   const T* k;          // [L, KV, D]
   const T* v;          // [L, KV, D]
   const int* pos;      // i32 scalar in device memory: keys 0..pos are valid
@@ -34,6 +45,15 @@ struct AttentionDecodeParams {
   float* partial_ml;   // [NH, SPLITS, 2] max score (exp2 domain) and sum of p per split
   float scale_log2;    // attention scale * log2(e)
   int L;               // cache rows
+  // The prologue's inputs (PROLOGUE only).
+  const T* k_new;          // [KV, D] the token's raw key projection
+  const T* v_new;          // [KV, D] the token's value row
+  const T* q_norm;         // [D] QK-norm weights, or null without QK-norm
+  const T* k_norm;         // [D]
+  const float* inv_freq;   // [D/2] RoPE inverse frequencies, or null without RoPE
+  float norm_eps;
+  T* k_cache;              // = k, written at row pos
+  T* v_cache;              // = v
 };
 
 constexpr float kAttnNegBig = -3.0e38f;  // start of the running max: finite, so exp2(m - m') is never NaN
@@ -80,8 +100,42 @@ __device__ __forceinline__ int attention_decode_chunk(int len, int chunk_min, in
   return c > chunk_min ? c : chunk_min;
 }
 
+// The prologue of one head row, on this lane's 8 dimensions (li * 8 .. li * 8 + 7; the D/8 lanes
+// of a row are consecutive in the warp): QK-norm with weights `w` (when NORM), rotate-half RoPE at
+// `position` (when inv_freq is set; a dimension's partner half lives kLanes/2 lanes away), then the
+// rounding to T the cache applies. Every lane of the warp must call it (it shuffles).
+template <typename T, int D>
+__device__ __forceinline__ void attention_prologue_row(float (&x)[8], const float (&w)[8], bool norm, const float* inv_freq,
+                                                       float position, float eps, int li) {
+  constexpr int kLanes = D / 8;
+  if (norm) {
+    float squares = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) squares += x[e] * x[e];
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
+    const float inv = rsqrtf(squares * (1.f / D) + eps);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[e] = w[e] * (x[e] * inv);
+  }
+  if (inv_freq) {
+    const bool first_half = li < kLanes / 2;
+    float partner[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], kLanes / 2);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float s, c;
+      rope_sincos(position * inv_freq[(li * 8 + e) % (D / 2)], &s, &c);
+      x[e] = first_half ? x[e] * c - partner[e] * s : x[e] * c + partner[e] * s;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) x[e] = to_float(from_float<T>(x[e]));
+}
+
 template <typename T, int D, int KV, int GROUP, int THREADS, int UNROLL, bool PREFETCH, int CHUNK, int SPLITS,
-          bool CLUSTER = false>
+          bool CLUSTER = false, bool PROLOGUE = false>
 __device__ __forceinline__ void attention_decode_split(const AttentionDecodeParams<T>& p) {
   constexpr int kLanes = D / 8;                // lanes per key row
   constexpr int kKeysPerStep = THREADS / kLanes;
@@ -91,6 +145,7 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   __shared__ __align__(16) float sm_acc[kWarps][GROUP][D];
 
   const int kv_head = blockIdx.y, split = blockIdx.x;
+  const int pos = *p.pos;  // written by the previous step: safe to read before the wait
   const int len = attention_decode_len(p.pos, p.L);
   int begin = 0, end = len;
   if (SPLITS > 1) {
@@ -100,15 +155,71 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     begin = min(begin, len);               // (a cluster block stays for the barriers, with no keys)
     end = min(len, begin + chunk);
   }
+  // Keys [begin, old_end) were cached by earlier steps; the newest (pos) is the producer's, when it
+  // is inside the cache.
+  const int newest = pos < p.L ? pos : p.L;
+  const int old_end = min(end, newest);
+  const bool has_new = newest >= begin && newest < end;  // block-uniform
 
   const int key_slot = threadIdx.x / kLanes, li = threadIdx.x % kLanes;
+  constexpr size_t kRowStride = static_cast<size_t>(KV) * D;  // elements between keys
+  const T* k_base = p.k + static_cast<size_t>(kv_head) * D + li * 8;
+  const T* v_base = p.v + static_cast<size_t>(kv_head) * D + li * 8;
+  const float neg_inf = __int_as_float(0xff800000);
+
+  // Keys past the cached ones re-read the last cached row (no branch between the loads) and are masked.
+  constexpr int kStep = kKeysPerStep * UNROLL;
+  auto load_step = [&](uint4 (&kr)[UNROLL], uint4 (&vr)[UNROLL], int base) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const size_t j = static_cast<size_t>(min(base + u * kKeysPerStep + key_slot, old_end - 1));
+      kr[u] = load_stream16(k_base + j * kRowStride);
+      vr[u] = load_stream16(v_base + j * kRowStride);
+    }
+  };
+  uint4 kr[UNROLL], vr[UNROLL];
+  if (begin < old_end) load_step(kr, vr, begin);  // cached rows: in flight before the wait
+  float q_norm_w[8], k_norm_w[8];
+  const bool qk_norm = PROLOGUE && p.q_norm != nullptr;
+  if (qk_norm) {
+    unpack8<T>(load16(p.q_norm + li * 8), q_norm_w);
+    unpack8<T>(load16(p.k_norm + li * 8), k_norm_w);
+  }
+
+  wait_for_producer_grid();
+  launch_dependent_grids();
+
   float qf[GROUP][8];
 #pragma unroll
   for (int g = 0; g < GROUP; ++g) {
     unpack8<T>(load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8), qf[g]);
+    if (PROLOGUE) attention_prologue_row<T, D>(qf[g], q_norm_w, qk_norm, p.inv_freq, static_cast<float>(pos), p.norm_eps, li);
 #pragma unroll
     for (int e = 0; e < 8; ++e) qf[g][e] *= p.scale_log2;
   }
+  // The newest key and value row: computed here with the prologue (and written to the cache by one
+  // key slot), otherwise written by the producer and read back.
+  float k_newest[8];
+  uint4 v_newest = make_uint4(0, 0, 0, 0);
+  if (has_new) {
+    const size_t row = static_cast<size_t>(newest) * kRowStride;
+    if (PROLOGUE) {
+      unpack8<T>(load16(p.k_new + static_cast<size_t>(kv_head) * D + li * 8), k_newest);
+      v_newest = load16(p.v_new + static_cast<size_t>(kv_head) * D + li * 8);
+      attention_prologue_row<T, D>(k_newest, k_norm_w, qk_norm, p.inv_freq, static_cast<float>(pos), p.norm_eps, li);
+      if (key_slot == 0) {
+        alignas(16) T k_row[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) k_row[e] = from_float<T>(k_newest[e]);
+        *reinterpret_cast<uint4*>(p.k_cache + row + static_cast<size_t>(kv_head) * D + li * 8) = *reinterpret_cast<const uint4*>(k_row);
+        *reinterpret_cast<uint4*>(p.v_cache + row + static_cast<size_t>(kv_head) * D + li * 8) = v_newest;
+      }
+    } else {
+      unpack8<T>(load16(k_base + row), k_newest);
+      v_newest = load16(v_base + row);
+    }
+  }
+
   float m[GROUP], l[GROUP], acc[GROUP][8];
 #pragma unroll
   for (int g = 0; g < GROUP; ++g) {
@@ -118,47 +229,8 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.f;
   }
 
-  constexpr size_t kRowStride = static_cast<size_t>(KV) * D;  // elements between keys
-  const T* k_base = p.k + static_cast<size_t>(kv_head) * D + li * 8;
-  const T* v_base = p.v + static_cast<size_t>(kv_head) * D + li * 8;
-  const float neg_inf = __int_as_float(0xff800000);
-
-  // Keys past the end re-read the last valid row (no branch between the loads) and are masked.
-  constexpr int kStep = kKeysPerStep * UNROLL;
-  auto load_step = [&](uint4 (&kr)[UNROLL], uint4 (&vr)[UNROLL], int base) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const size_t j = static_cast<size_t>(min(base + u * kKeysPerStep + key_slot, end - 1));
-      kr[u] = load_stream16(k_base + j * kRowStride);
-      vr[u] = load_stream16(v_base + j * kRowStride);
-    }
-  };
-  auto compute_step = [&](const uint4 (&kr)[UNROLL], const uint4 (&vr)[UNROLL], int base) {
-    float s[UNROLL][GROUP];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      float kf[8];
-      unpack8<T>(kr[u], kf);
-#pragma unroll
-      for (int g = 0; g < GROUP; ++g) {
-        float dot = 0.f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dot = fmaf(qf[g][e], kf[e], dot);
-        s[u][g] = dot;
-      }
-    }
-#pragma unroll
-    for (int offset = kLanes / 2; offset > 0; offset >>= 1)
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-        for (int g = 0; g < GROUP; ++g) s[u][g] += __shfl_xor_sync(0xffffffffu, s[u][g], offset);
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-      if (base + u * kKeysPerStep + key_slot >= end)
-#pragma unroll
-        for (int g = 0; g < GROUP; ++g) s[u][g] = neg_inf;
-
+  // Online softmax over UNROLL keys per key slot: s[u][g] are the scores (exp2 domain).
+  auto fold_scores = [&](float (&s)[UNROLL][GROUP], const uint4 (&vr)[UNROLL]) {
 #pragma unroll
     for (int g = 0; g < GROUP; ++g) {
       float step_max = s[0][g];
@@ -184,15 +256,41 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
       }
     }
   };
+  auto compute_step = [&](const uint4 (&kr)[UNROLL], const uint4 (&vr)[UNROLL], int base) {
+    float s[UNROLL][GROUP];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float kf[8];
+      unpack8<T>(kr[u], kf);
+#pragma unroll
+      for (int g = 0; g < GROUP; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot = fmaf(qf[g][e], kf[e], dot);
+        s[u][g] = dot;
+      }
+    }
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1)
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int g = 0; g < GROUP; ++g) s[u][g] += __shfl_xor_sync(0xffffffffu, s[u][g], offset);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (base + u * kKeysPerStep + key_slot >= old_end)
+#pragma unroll
+        for (int g = 0; g < GROUP; ++g) s[u][g] = neg_inf;
+    fold_scores(s, vr);
+  };
 
   // The step count is block-uniform so the lanes of a key row always shuffle together. With
-  // PREFETCH the next step's lines are in flight while this step is computed (software pipeline).
-  uint4 kr[UNROLL], vr[UNROLL];
-  if (PREFETCH && begin < end) load_step(kr, vr, begin);
-  for (int base = begin; base < end; base += kStep) {
+  // PREFETCH the next step's lines are in flight while this step is computed (software pipeline);
+  // without it, the next step is issued right after this one is computed.
+  for (int base = begin; base < old_end; base += kStep) {
+    const bool more = base + kStep < old_end;
     if (PREFETCH) {
       uint4 kn[UNROLL], vn[UNROLL];
-      const bool more = base + kStep < end;
       if (more) load_step(kn, vn, base + kStep);
       compute_step(kr, vr, base);
       if (more) {
@@ -203,9 +301,33 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
         }
       }
     } else {
-      load_step(kr, vr, base);
       compute_step(kr, vr, base);
+      if (more) load_step(kr, vr, base + kStep);
     }
+  }
+  if (has_new) {  // the newest key, in key slot 0 (the other slots add nothing)
+    float s[UNROLL][GROUP];
+    uint4 vn[UNROLL];
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) {
+      float dot = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dot = fmaf(qf[g][e], k_newest[e], dot);
+      s[0][g] = dot;
+    }
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1)
+#pragma unroll
+      for (int g = 0; g < GROUP; ++g) s[0][g] += __shfl_xor_sync(0xffffffffu, s[0][g], offset);
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) {
+      if (key_slot != 0) s[0][g] = neg_inf;
+#pragma unroll
+      for (int u = 1; u < UNROLL; ++u) s[u][g] = neg_inf;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) vn[u] = v_newest;
+    fold_scores(s, vn);
   }
 
   // Merge the key rows of a warp (lanes li, li + kLanes, ... hold the same dims), then the warps.
@@ -305,6 +427,8 @@ __device__ __forceinline__ void attention_decode_combine(const AttentionDecodePa
   __shared__ float scratch[kThreads / 32];
   __shared__ float part[kRowsInFlight][kCols + 1];
   const int head = blockIdx.x, d0 = blockIdx.y * kCols, tid = threadIdx.x;
+  wait_for_producer_grid();  // the partials of the split launch
+  launch_dependent_grids();
   const int len = attention_decode_len(p.pos, p.L);
   const int chunk = attention_decode_chunk(len, CHUNK, SPLITS);
   const int splits = (len + chunk - 1) / chunk;

@@ -1,9 +1,9 @@
-// On the GPU: the Qwen3-1.7B decode attention region over a 32768-row cache at pos 4000 and 30000
-// (every candidate validated on 3 seeds x 2 distributions, then timed; a wider cap than the
-// planner's default, to see more of the space), with the bandwidth each reaches on the K/V bytes it
-// must read; Llama's decode attention at a short context; and the rope_kv regions of both models at
-// short positions and at 30k-40k, where the rotary angles are large (llama3 scaling for Llama,
-// QK-norm for Qwen3), in decode and prefill.
+// On the GPU: the Qwen3-1.7B decode attention region, which opens with its token's QK-norm, RoPE and
+// KV append, over a 32768-row cache at pos 4000 and 30000 (every candidate validated on 3 seeds x 2
+// distributions, then timed; a wider cap than the planner's default, to see more of the space), with
+// the bandwidth each reaches on the K/V bytes it must read; the same region at pos 40000, where the
+// rotary angles are large; Llama's (llama3 RoPE scaling) at a short context; and the rope_kv regions
+// of both models at short positions and at 30k-40k, in prefill and in the unfused decode graph.
 #include <cstdio>
 
 #include "gpu_test_support.h"
@@ -17,12 +17,16 @@ struct Admitted {
 };
 
 // Plans `function` of `config`, then admits the first unique region of `category`.
+// Decode RoPE regions of their own exist only with the attention prologue off (the unfused ablation).
+const analysis::RegionOptions kSeparateRope{.attention_prologue = false};
+
 Admitted admit_region(const tune::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::string& function_name,
-                      analysis::Category category, tune::RegionBindings bindings, int max_candidates = 8) {
+                      analysis::Category category, tune::RegionBindings bindings, int max_candidates = 8,
+                      const analysis::RegionOptions& options = {}) {
   Admitted admitted;
   ir::Module module = testing::build_config_module(config, dtype);
   const ir::Function& function = *module.find_function(function_name);
-  auto partition = analysis::form_regions(module, function);
+  auto partition = analysis::form_regions(module, function, options);
   auto unique = analysis::unique_regions(module, function, partition, {bindings.T, bindings.L});
   auto profile = plan::named_device_profile("h200");
   auto plans = plan::plan_function(module, function, partition, unique, *profile, plan::PlannerOptions{max_candidates});
@@ -78,12 +82,14 @@ void attention_at(const tune::DeviceInfo& gpu, int32_t pos) {
   EXPECT_EQ(validated, ours) << "every attention_decode candidate must validate at pos " << pos;
 }
 
-// Every candidate of these families validates (other families' candidates are printed only).
+// Every candidate of these families (the reference's two-launch prologue form included) validates;
+// other families' candidates are printed only.
 void expect_all_validated(const Admitted& a) {
   int ours = 0, validated = 0;
   for (size_t i = 0; i < a.results.size(); ++i) {
     const auto& r = a.results[i];
-    const bool mine = a.candidates[i].family == "rope_kv" || a.candidates[i].family == "attention_decode";
+    const std::string& family = a.candidates[i].family;
+    const bool mine = family == "rope_kv" || family == "attention_decode" || family == "attention_reference";
     ours += mine;
     validated += mine && r.validated;
     std::printf("  %-4s %-72s %s err %.2e  %9.2f us  %s\n", r.id.c_str(), r.name.c_str(), r.validated ? "ok " : "REJ",
@@ -104,6 +110,13 @@ TEST(AttentionDecodeShortContext, LlamaAt300) {
 TEST(RopeKvLongPositions, Qwen3DecodeAt40000) {
   AC_REQUIRE_GPU();
   expect_all_validated(admit_region(*gpu, "qwen3-1.7b.json", ir::DType::kF16, "decode", analysis::Category::kRopeKvAppend,
+                                    {1, 40008, 40000}, 8, kSeparateRope));
+}
+
+// The attention prologue at large rotary angles: every block rotates the query, one appends the row.
+TEST(RopeKvLongPositions, Qwen3DecodeAttentionPrologueAt40000) {
+  AC_REQUIRE_GPU();
+  expect_all_validated(admit_region(*gpu, "qwen3-1.7b.json", ir::DType::kF16, "decode", analysis::Category::kAttentionDecode,
                                     {1, 40008, 40000}));
 }
 
@@ -118,7 +131,7 @@ TEST(RopeKvShortPositions, Qwen3PrefillAndLlamaDecode) {
   expect_all_validated(admit_region(*gpu, "qwen3-1.7b.json", ir::DType::kBF16, "prefill", analysis::Category::kRopeKvAppend,
                                     {96, 256, 32}));
   expect_all_validated(admit_region(*gpu, "llama-3.2-1b.json", ir::DType::kF16, "decode", analysis::Category::kRopeKvAppend,
-                                    {1, 512, 300}));
+                                    {1, 512, 300}, 8, kSeparateRope));
 }
 
 // The long contexts last: building their cases (two 32768-row caches per case) takes the longest.

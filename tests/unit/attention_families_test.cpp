@@ -1,14 +1,16 @@
 // The rope_kv and attention_decode families without a GPU: on the Qwen3-1.7B (QK-norm) and
 // Llama-3.2-1B (llama3 rope scaling) graphs, in f16 and bf16, decode and prefill, they match every
-// rope_kv_append region and every attention_decode region with the right roles, their spaces carry
-// a fallback, launches follow T and the workspace fits the splits, and every candidate renders and
-// compiles with NVRTC for sm_90a and sm_80.
+// rope_kv_append region (decode ones where the attention prologue is off) and every attention_decode
+// region, with and without its QK-norm / RoPE / KV-append prologue, with the right roles; their spaces
+// carry a fallback, launches follow T and the workspace fits the splits, and every candidate renders
+// and compiles with NVRTC for sm_90a and sm_80.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "analysis/regions.h"
 #include "analysis/summary.h"
@@ -39,14 +41,14 @@ std::string label(const ModelCase& c) {
   return std::string(c.config) + " " + std::string(ir::dtype_name(c.dtype)) + " " + c.function;
 }
 
-std::vector<plan::RegionPlan> plan_model(const ModelCase& c, const std::string& device) {
+std::vector<plan::RegionPlan> plan_model(const ModelCase& c, const std::string& device, const analysis::RegionOptions& options = {}) {
   auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/configs/" + c.config);
   EXPECT_TRUE(config.has_value());
   config->dtype = c.dtype;
   auto module = frontend::build_module(*config);
   EXPECT_TRUE(module.has_value());
   const ir::Function& function = *module->find_function(c.function);
-  auto partition = analysis::form_regions(*module, function);
+  auto partition = analysis::form_regions(*module, function, options);
   auto unique = analysis::unique_regions(*module, function, partition, {1, 2048});
   auto profile = plan::named_device_profile(device);
   return plan::plan_function(*module, function, partition, unique, *profile, plan::PlannerOptions{});
@@ -59,6 +61,9 @@ std::vector<const plan::Candidate*> of_family(const plan::RegionPlan& plan, cons
   return out;
 }
 
+// Decode RoPE regions exist only where the attention prologue is off (the unfused ablation).
+const analysis::RegionOptions kSeparateRope{.attention_prologue = false};
+
 bool matched(const plan::RegionPlan& plan, const std::string& family) {
   return std::find(plan.families_matched.begin(), plan.families_matched.end(), family) != plan.families_matched.end();
 }
@@ -67,7 +72,7 @@ TEST(RopeKvFamily, MatchesEveryRopeRegion) {
   for (const ModelCase& mc : all_cases()) {
     const bool qwen = std::string(mc.config).rfind("qwen3", 0) == 0;
     int regions = 0;
-    for (const auto& plan : plan_model(mc, "h200")) {
+    for (const auto& plan : plan_model(mc, "h200", kSeparateRope)) {
       if (plan.summary.category != analysis::Category::kRopeKvAppend) continue;
       ++regions;
       ASSERT_TRUE(matched(plan, "rope_kv")) << label(mc) << " r" << plan.unique_id;
@@ -103,9 +108,13 @@ TEST(RopeKvFamily, MatchesEveryRopeRegion) {
 
 TEST(RopeKvFamily, RendersTheInterpretersInvFreq) {
   const ModelCase llama{"llama-3.2-1b.json", ir::DType::kBF16, "decode"};
-  for (const auto& plan : plan_model(llama, "h200")) {
-    const auto cands = of_family(plan, "rope_kv");
+  int rendered = 0;
+  // The rope_kv kernel of the unfused graph, and the decode attention that opens with the RoPE.
+  for (const auto& [options, family] : {std::pair{kSeparateRope, "rope_kv"}, std::pair{analysis::RegionOptions{}, "attention_decode"}})
+  for (const auto& plan : plan_model(llama, "h200", options)) {
+    const auto cands = of_family(plan, family);
     if (cands.empty()) continue;
+    ++rendered;
     auto source = codegen::render_source(*cands.front());
     ASSERT_TRUE(source.has_value()) << source.status().to_string();
     ir::kernels::RopeParams params;
@@ -121,9 +130,8 @@ TEST(RopeKvFamily, RendersTheInterpretersInvFreq) {
       std::snprintf(literal, sizeof(literal), "%af", static_cast<double>(inv_freq[i]));
       EXPECT_NE(source->find(literal), std::string::npos) << "inv_freq[" << i << "] = " << literal << " missing:\n" << *source;
     }
-    return;
   }
-  FAIL() << "no rope_kv candidate in the Llama decode graph";
+  EXPECT_EQ(rendered, 2) << "a rope_kv and an attention_decode candidate in the Llama decode graphs";
 }
 
 TEST(AttentionDecodeFamily, MatchesEveryDecodeAttentionRegion) {
@@ -145,11 +153,23 @@ TEST(AttentionDecodeFamily, MatchesEveryDecodeAttentionRegion) {
       EXPECT_EQ(m.facts.at("NH"), qwen ? 16 : 32);
       EXPECT_EQ(m.facts.at("KV"), 8);
       EXPECT_EQ(m.facts.at("D"), qwen ? 128 : 64);
-      EXPECT_EQ(m.roles.at("q"), "in0");
-      EXPECT_EQ(m.roles.at("k"), "in1");
-      EXPECT_EQ(m.roles.at("v"), "in2");
-      EXPECT_EQ(m.roles.at("pos"), "in3");
+      // The region opens with the token's QK-norm (Qwen3), RoPE and KV append: the query and the new
+      // key and value rows are raw inputs, the caches the region's states.
+      EXPECT_EQ(m.facts.at("prologue"), 1);
+      EXPECT_EQ(m.facts.at("qk_norm"), qwen ? 1 : 0);
+      EXPECT_EQ(m.facts.at("rope"), 1);
+      std::set<std::string> inputs;
+      for (const char* role : {"q", "k_new", "v_new", "pos"}) {
+        EXPECT_EQ(m.roles.at(role).rfind("in", 0), 0u) << role;
+        inputs.insert(m.roles.at(role));
+      }
+      EXPECT_EQ(inputs.size(), 4u);
+      EXPECT_EQ(m.roles.at("k"), "state0");
+      EXPECT_EQ(m.roles.at("v"), "state1");
+      EXPECT_EQ(m.roles.count("q_norm") + m.roles.count("k_norm"), qwen ? 2u : 0u);
       EXPECT_EQ(m.roles.at("out"), "out0");
+      EXPECT_NE(cands.front()->name().find(qwen ? "_qknorm_rope_theta1000000_append" : "_rope_theta500000_llama3_append"), std::string::npos)
+          << cands.front()->name();
       bool split = false, single = false, fallback = false, cluster = false;
       for (const plan::Candidate* c : cands) {
         const int64_t splits = c->params.at("splits");
@@ -185,13 +205,36 @@ TEST(AttentionDecodeFamily, MatchesEveryDecodeAttentionRegion) {
   }
 }
 
+// Without the prologue (the unfused ablation), decode attention reads q, k, v and pos from its inputs.
+TEST(AttentionDecodeFamily, MatchesTheAttentionAloneWithoutPrologue) {
+  for (const ModelCase& mc : all_cases()) {
+    if (std::string(mc.function) != "decode") continue;
+    int regions = 0;
+    for (const auto& plan : plan_model(mc, "h200", kSeparateRope)) {
+      if (plan.summary.category != analysis::Category::kAttentionDecode) continue;
+      ++regions;
+      const auto cands = of_family(plan, "attention_decode");
+      ASSERT_FALSE(cands.empty()) << label(mc);
+      const plan::Match& m = cands.front()->match;
+      EXPECT_EQ(m.facts.count("prologue"), 0u);
+      EXPECT_EQ(m.roles.at("q"), "in0");
+      EXPECT_EQ(m.roles.at("k"), "in1");
+      EXPECT_EQ(m.roles.at("v"), "in2");
+      EXPECT_EQ(m.roles.at("pos"), "in3");
+      EXPECT_EQ(m.roles.count("k_new"), 0u);
+    }
+    EXPECT_EQ(regions, 1) << label(mc);
+  }
+}
+
 TEST(AttentionFamilies, EveryCandidateCompilesWithNvrtc) {
   auto include = codegen::cuda_include_dir();
   if (!include) GTEST_SKIP() << include.status().to_string();
   for (const char* arch : {"sm_90a", "sm_80"}) {
     std::vector<codegen::CompileJob> jobs;
     for (const ModelCase& mc : all_cases())
-      for (const auto& plan : plan_model(mc, std::string(arch) == "sm_80" ? "a100" : "h200"))
+      for (const auto& options : {analysis::RegionOptions{}, kSeparateRope})
+      for (const auto& plan : plan_model(mc, std::string(arch) == "sm_80" ? "a100" : "h200", options))
         for (const auto& c : plan.candidates) {
           if (c.family != "rope_kv" && c.family != "attention_decode") continue;
           auto source = codegen::render_source(c);

@@ -119,7 +119,8 @@ codegen::NvrtcOptions nvrtc_options(const std::string& arch) {
 
 // The reference candidate of an attention region: one, the fallback, generated, ranked last, on the
 // region's interface, one block per (query row, head).
-void expect_reference_candidate(const plan::RegionPlan& plan, const std::string& where) {
+// `prologue`: the region is a model's decode attention, which opens with its token's RoPE / KV append.
+void expect_reference_candidate(const plan::RegionPlan& plan, const std::string& where, bool prologue) {
   SCOPED_TRACE(where);
   auto refs = of_family(plan, "attention_reference");
   ASSERT_EQ(refs.size(), 1u) << "families matched: " << plan.families_matched.size();
@@ -132,21 +133,35 @@ void expect_reference_candidate(const plan::RegionPlan& plan, const std::string&
     if (&other == &c) continue;
     EXPECT_GT(other.score, c.score) << other.name();
   }
-  EXPECT_EQ(c.match.roles.at("q"), "in0");
-  EXPECT_EQ(c.match.roles.at("k"), "in1");
-  EXPECT_EQ(c.match.roles.at("v"), "in2");
-  EXPECT_EQ(c.match.roles.at("pos"), "in3");
-  EXPECT_EQ(c.match.roles.at("o"), "out0");
-  ASSERT_EQ(c.launches.size(), 1u);
-  const plan::Launch& launch = c.launches.front();
-  EXPECT_FALSE(launch.library);
-  EXPECT_EQ(launch.grid_y.at(37), c.match.facts.at("NH"));
   const bool decode = plan.summary.category == analysis::Category::kAttentionDecode;
   EXPECT_EQ(c.match.variant, decode ? "decode" : "prefill");
+  EXPECT_EQ(c.match.roles.at("o"), "out0");
+  if (prologue) {
+    // Decode attention opens with its token's RoPE and KV append (and QK-norm where the model has
+    // it): the reference does them in a first launch, the rope_kv kernel writing the rotated query
+    // to the workspace and the new rows to the caches.
+    ASSERT_EQ(c.match.facts.count("prologue"), 1u);
+    EXPECT_EQ(c.match.roles.at("k").rfind("state", 0), 0u);
+    EXPECT_EQ(c.match.roles.at("v").rfind("state", 0), 0u);
+    for (const char* role : {"q", "k_new", "v_new", "pos"}) EXPECT_EQ(c.match.roles.at(role).rfind("in", 0), 0u) << role;
+    ASSERT_EQ(c.launches.size(), 2u);
+    EXPECT_EQ(c.launches.front().kernel, c.launches.back().kernel + "_prologue");
+    EXPECT_EQ(c.workspace_bytes_per_token, 0);
+    EXPECT_EQ(c.workspace_bytes_fixed, c.match.facts.at("NH") * c.match.facts.at("D") * static_cast<int64_t>(ir::dtype_size(c.match.dtype)));
+  } else {
+    EXPECT_EQ(c.match.roles.at("q"), "in0");
+    EXPECT_EQ(c.match.roles.at("k"), "in1");
+    EXPECT_EQ(c.match.roles.at("v"), "in2");
+    EXPECT_EQ(c.match.roles.at("pos"), "in3");
+    ASSERT_EQ(c.launches.size(), 1u);
+    EXPECT_EQ(c.workspace_bytes_per_token + c.workspace_bytes_fixed, 0);
+  }
+  const plan::Launch& launch = c.launches.back();
+  EXPECT_FALSE(launch.library);
+  EXPECT_EQ(launch.grid_y.at(37), c.match.facts.at("NH"));
   EXPECT_EQ(launch.grid_x.at(37), decode ? 1 : 37);  // one block per query row
   EXPECT_EQ(launch.block_x, c.params.at("threads"));
   EXPECT_GE(c.params.at("tile"), 8);
-  EXPECT_EQ(c.workspace_bytes_per_token + c.workspace_bytes_fixed, 0);
   EXPECT_FALSE(c.notes.empty());
 }
 
@@ -171,7 +186,8 @@ TEST(FallbackCoverage, EveryRegionOfEveryModelAndDtypeHasACandidate) {
             if (plan.summary.category == analysis::Category::kAttentionPrefill ||
                 plan.summary.category == analysis::Category::kAttentionDecode) {
               ++attention;
-              expect_reference_candidate(plan, where + " r" + std::to_string(plan.unique_id));
+              expect_reference_candidate(plan, where + " r" + std::to_string(plan.unique_id),
+                                         plan.summary.category == analysis::Category::kAttentionDecode);
             }
           }
           EXPECT_EQ(attention, 1) << where << ": one unique attention region";
@@ -254,7 +270,7 @@ TEST(AttentionReference, CompilesWithNvrtcForEveryHeadDimAndDtype) {
         const auto plans = plan_function(module, function, "h200");
         const plan::RegionPlan* plan = attention_plan(plans);
         ASSERT_NE(plan, nullptr) << where;
-        expect_reference_candidate(*plan, where);
+        expect_reference_candidate(*plan, where, false);
         const plan::Candidate& c = *of_family(*plan, "attention_reference").front();
         EXPECT_EQ(c.match.facts.at("D"), D);
         EXPECT_EQ(c.match.dtype, dtype);
@@ -286,7 +302,8 @@ TEST(AttentionReference, NonDefaultScaleIsSpelledAndRendered) {
 }
 
 // The f32 RoPE (+ QK-norm) + KV-append regions of the tiny checkpoints: matched by rope_kv, every
-// candidate (4-, 8-, 16- and 32-byte lane accesses) compiles.
+// candidate (4-, 8-, 16- and 32-byte lane accesses) compiles. In decode they open the attention
+// region, where only the reference family takes f32: its first launch is the rope_kv kernel.
 TEST(FallbackCoverage, F32RopeKvCandidatesCompile) {
   auto include = codegen::cuda_include_dir();
   if (!include) GTEST_SKIP() << include.status().to_string();
@@ -297,6 +314,18 @@ TEST(FallbackCoverage, F32RopeKvCandidatesCompile) {
       int rope_regions = 0;
       for (const auto& plan : plan_function(module, function, "h200")) {
         auto ropes = of_family(plan, "rope_kv");
+        if (std::string(function) == "decode") {
+          EXPECT_TRUE(ropes.empty()) << label(model, ir::DType::kF32, function) << ": decode RoPE opens the attention region";
+          for (const plan::Candidate* c : of_family(plan, "attention_reference")) {
+            ++rope_regions;
+            ASSERT_EQ(c->launches.size(), 2u) << c->name();
+            auto source = codegen::render_source(*c);
+            ASSERT_TRUE(source.has_value()) << source.status().to_string();
+            EXPECT_NE(source->find("ac::rope_kv<float"), std::string::npos) << *source;
+            jobs.push_back({c->name(), *source});
+          }
+          continue;
+        }
         if (ropes.empty()) continue;
         ++rope_regions;
         int fallbacks = 0;

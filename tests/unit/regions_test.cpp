@@ -1,5 +1,6 @@
 // Region formation and summaries on the real Qwen3-1.7B and Llama-3.2-1B graphs (golden listings),
-// plus the rules that must hold on any graph: convexity, side effects last, one region per node.
+// plus the rules that must hold on any graph: convexity, side effects last (or read only by the
+// decode attention they open), one region per node.
 #include <gtest/gtest.h>
 
 #include "analysis/regions.h"
@@ -57,9 +58,13 @@ TEST(Regions, EveryComputeNodeInExactlyOneConvexRegion) {
       }
       for (const auto& region : partition.regions) {
         bool seen_effect = false;
-        for (int n : region.nodes) {
-          const bool effect = ir::has_side_effect(function.nodes[static_cast<size_t>(n)].op);
-          EXPECT_FALSE(seen_effect && !effect) << "a region reaches across a side effect in " << function.name;
+        for (size_t i = 0; i < region.nodes.size(); ++i) {
+          const ir::Node& node = function.nodes[static_cast<size_t>(region.nodes[i])];
+          const bool effect = ir::has_side_effect(node.op);
+          // The one exception: a one-token attention that closes its own prologue.
+          const bool closing_attention = region.kind == analysis::RegionKind::kAttention && i + 1 == region.nodes.size() &&
+                                         function.type(node.operands[0]).shape[0].value == 1;
+          EXPECT_FALSE(seen_effect && !effect && !closing_attention) << "a region reaches across a side effect in " << function.name;
           seen_effect |= effect;
         }
       }
@@ -72,10 +77,10 @@ TEST(Regions, DecodeLayersShareUniqueRegions) {
   const ir::Function& decode = *module.find_function("decode");
   auto partition = analysis::form_regions(module, decode);
   auto unique = analysis::unique_regions(module, decode, partition, {1, 2048});
-  // Per layer: norm+fused QKV, qk-norm+rope+kv append, attention, o_proj+residual,
-  // norm+gate/up+silu*mul, down+residual; plus embedding and final norm+lm_head: 8 to tune.
-  EXPECT_EQ(partition.regions.size(), 28u * 6u + 2u);
-  EXPECT_EQ(unique.size(), 8u);
+  // Per layer: norm+fused QKV, qk-norm+rope+kv append+attention, o_proj+residual,
+  // norm+gate/up+silu*mul, down+residual; plus embedding and final norm+lm_head: 7 to tune.
+  EXPECT_EQ(partition.regions.size(), 28u * 5u + 2u);
+  EXPECT_EQ(unique.size(), 7u);
   int qkv = 0;
   for (const auto& entry : unique) {
     const auto& ops = entry.summary.op_sequence;
@@ -93,11 +98,11 @@ TEST(Regions, DecodeLayersShareUniqueRegions) {
 TEST(Regions, NormPrologueOnlyForOneTokenAndCanBeTurnedOff) {
   ir::Module module = build("qwen3-1.7b.json");
   const ir::Function& decode = *module.find_function("decode");
-  // Unfused (the ablation): every layer's two norms are regions of their own, as is the final norm;
+  // Without norm prologues: every layer's two norms are regions of their own, as is the final norm;
   // all 57 share one signature.
   auto unfused = analysis::form_regions(module, decode, analysis::RegionOptions{.norm_prologue = false});
-  EXPECT_EQ(unfused.regions.size(), 28u * 8u + 3u);
-  EXPECT_EQ(analysis::unique_regions(module, decode, unfused, {1, 2048}).size(), 9u);
+  EXPECT_EQ(unfused.regions.size(), 28u * 7u + 3u);
+  EXPECT_EQ(analysis::unique_regions(module, decode, unfused, {1, 2048}).size(), 8u);
   // Without matmul fusion as well, every linear stands alone and its epilogue is a fusion region.
   auto bare = analysis::form_regions(module, decode, analysis::RegionOptions{.norm_prologue = false, .matmul_fusion = false});
   for (const auto& region : bare.regions) {
@@ -118,6 +123,39 @@ TEST(Regions, NormPrologueOnlyForOneTokenAndCanBeTurnedOff) {
     }
   }
   EXPECT_EQ(prologues, 1);
+}
+
+// The attention prologue: at one token, the QK-norm / RoPE / KV-append region joins the attention
+// that reads its results (Qwen3: two norms, two ropes, two appends; Llama: no norms); prefill keeps
+// them apart, and so does the option that turns the rule off.
+TEST(Regions, AttentionPrologueOnlyForOneTokenAndCanBeTurnedOff) {
+  for (const char* name : {"qwen3-1.7b.json", "llama-3.2-1b.json"}) {
+    const bool qwen3 = std::string(name) == "qwen3-1.7b.json";
+    ir::Module module = build(name);
+    const ir::Function& decode = *module.find_function("decode");
+    auto partition = analysis::form_regions(module, decode);
+    int attentions = 0;
+    for (const auto& region : partition.regions) {
+      if (region.kind != analysis::RegionKind::kAttention) continue;
+      ++attentions;
+      std::vector<std::string> ops;
+      for (int n : region.nodes) ops.emplace_back(ir::op_info(decode.nodes[static_cast<size_t>(n)].op).name);
+      const std::vector<std::string> expected =
+          qwen3 ? std::vector<std::string>{"rmsnorm", "rmsnorm", "rope", "rope", "kv_append", "kv_append", "attention"}
+                : std::vector<std::string>{"rope", "rope", "kv_append", "kv_append", "attention"};
+      EXPECT_EQ(ops, expected) << name;
+      EXPECT_EQ(region.states.size(), 2u);
+      ASSERT_EQ(region.outputs.size(), 1u);  // only the attention's result leaves
+      EXPECT_EQ(region.outputs[0], decode.nodes[static_cast<size_t>(region.nodes.back())].result);
+      EXPECT_EQ(region.inputs.size(), 4u);  // raw q, k, v rows and the position
+    }
+    EXPECT_GT(attentions, 0);
+    for (const auto& region : analysis::form_regions(module, decode, analysis::RegionOptions{.attention_prologue = false}).regions)
+      if (region.kind == analysis::RegionKind::kAttention) EXPECT_EQ(region.nodes.size(), 1u);
+    const ir::Function& prefill = *module.find_function("prefill");
+    for (const auto& region : analysis::form_regions(module, prefill).regions)
+      if (region.kind == analysis::RegionKind::kAttention) EXPECT_EQ(region.nodes.size(), 1u) << "prefill attention takes no prologue";
+  }
 }
 
 TEST(Regions, GemvSummaryCountsWeightBytes) {

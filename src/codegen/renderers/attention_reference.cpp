@@ -1,6 +1,7 @@
 // Renders a reference attention candidate (src/kernels/attention_reference.cuh): one wrapper that
 // fills the params from the region's slots and calls the template. The query count is the region's
-// static one where it has one (decode: 1), otherwise the T of the call.
+// static one where it has one (decode: 1), otherwise the T of the call. A decode region with a
+// prologue is two kernels: rope_kv's (plan::attention_reference_prologue), then the attention.
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -8,14 +9,14 @@
 
 #include "codegen/render.h"
 #include "codegen/renderers/renderers.h"
+#include "plan/families/attention_reference.h"
 
 namespace agentcompile::codegen {
 
-std::string render_attention_reference(const plan::Candidate& c) {
-  const plan::Match& m = c.match;
-  const plan::ParamSet& p = c.params;
+namespace {
+
+std::string render_reference_kernel(const plan::Match& m, const plan::ParamSet& p, const std::string& name) {
   const std::string T = cuda_type(m.dtype);
-  const std::string name = c.launches.front().kernel;
   const int64_t NH = m.facts.at("NH"), KV = m.facts.at("KV"), D = m.facts.at("D");
   const int64_t tokens = m.facts.at("tokens_static");
   const float scale = std::bit_cast<float>(static_cast<uint32_t>(m.facts.at("scale_bits")));
@@ -39,6 +40,17 @@ std::string render_attention_reference(const plan::Candidate& c) {
       << "  ac::attention_reference<" << T << ", " << D << ", " << NH << ", " << KV << ", " << p.at("threads") << ", "
       << p.at("tile") << ">(p);\n}\n";
   return src.str();
+}
+
+}  // namespace
+
+std::string render_attention_reference(const plan::Candidate& c) {
+  if (!c.match.facts.count("prologue")) return render_reference_kernel(c.match, c.params, c.launches.front().kernel);
+  // Two kernels: the prologue (rope_kv, the rotated query into the workspace), then the attention
+  // reading the query from there.
+  plan::Match attention = c.match;
+  attention.roles["q"] = "workspace";
+  return render_rope_kv(plan::attention_reference_prologue(c)) + "\n" + render_reference_kernel(attention, c.params, c.launches.at(1).kernel);
 }
 
 }  // namespace agentcompile::codegen

@@ -3,13 +3,19 @@
 // whose active count follows the runtime length, then a combine launch); on sm_90+, the same splits
 // as one thread-block cluster per kv head that combines in distributed shared memory (one launch, no
 // workspace); and a single launch of KV blocks for short contexts, which is also the fallback.
+// A region that opens with its token's QK-norm / RoPE / KV append (plan/families/attention_prologue.h)
+// is done in the same launch: every block rotates the query itself, and the block whose keys include
+// the new one computes that row, writes it to the cache and uses it from registers.
 // codegen/renderers/attention_decode.cpp writes the source.
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <map>
 #include <cmath>
 #include <sstream>
 
 #include "plan/families.h"
+#include "plan/families/attention_prologue.h"
 
 namespace agentcompile::plan {
 
@@ -36,6 +42,13 @@ double threads_prior(int64_t threads) { return threads == 256 ? 1.0 : threads ==
 
 // Unrolls worth trying: 1 only where the query heads of a group crowd the registers.
 bool unroll_considered(int64_t group, int unroll) { return unroll > 1 || group > 4; }
+
+template <size_t N>
+double average(const std::array<double, N>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(N);
+}
 
 int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return threads / 32 * group * (D + 2) * 4; }
 
@@ -93,15 +106,42 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   return e;
 }
 
+// The region is timed at several contexts (one per decode bucket), and the schedule the estimate
+// likes best at one length may rank below the best of its form on the average: such a choice gets
+// a form of its own ("split@32k"), which the planner keeps in a capped space.
+template <size_t N>
+void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, const std::vector<std::array<double, N>>& at_length,
+                              const int64_t (&lengths)[N]) {
+  std::map<std::string, size_t> best_of_form;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    auto it = best_of_form.find(choices[i].form);
+    if (it == best_of_form.end() || choices[i].score > choices[it->second].score) best_of_form[choices[i].form] = i;
+  }
+  for (size_t l = 0; l < N; ++l) {
+    size_t winner = 0;
+    double best = -1;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const double prior = at_length[i][l] > 0 ? choices[i].score / average(at_length[i]) : 0;  // the depth and thread priors
+      if (at_length[i][l] * prior > best) {
+        best = at_length[i][l] * prior;
+        winner = i;
+      }
+    }
+    if (choices.empty() || best_of_form.at(choices[winner].form) == winner) continue;
+    choices[winner].form += "@" + std::to_string(lengths[l] / 1024) + "k";
+    choices[winner].notes.push_back("best estimate at " + std::to_string(lengths[l] / 1024) + "k keys");
+  }
+}
+
 class AttentionDecodeFamily final : public TemplateFamily {
  public:
   std::string name() const override { return "attention_decode"; }
   std::string template_file() const override { return "attention_decode.cuh"; }
 
   std::optional<Match> match(const RegionContext& ctx) const override {
-    if (ctx.region->kind != analysis::RegionKind::kAttention || ctx.size() != 1) return std::nullopt;
-    const ir::Node& n = ctx.node(0);
-    if (n.op != OpKind::kAttention || n.operands.size() != 4) return std::nullopt;
+    const auto view = read_attention_region(ctx, nullptr);
+    if (!view) return std::nullopt;
+    const ir::Node& n = *view->attention;
     const auto& q = ctx.function->type(n.operands[0]);  // [1, NH, D]
     const auto& k = ctx.function->type(n.operands[1]);  // [L, KV, D]
     const auto& v = ctx.function->type(n.operands[2]);  // [L, KV, D]
@@ -119,11 +159,15 @@ class AttentionDecodeFamily final : public TemplateFamily {
     m.dtype = q.dtype;
     m.out_dtype = ctx.function->type(n.result).dtype;
     if (m.out_dtype != m.dtype) return std::nullopt;
-    m.roles["q"] = ctx.slot_of(n.operands[0]);
-    m.roles["k"] = ctx.slot_of(n.operands[1]);
-    m.roles["v"] = ctx.slot_of(n.operands[2]);
     m.roles["pos"] = ctx.slot_of(n.operands[3]);
     m.roles["out"] = ctx.slot_of(n.result);
+    if (view->prologue) {
+      add_prologue_to_match(*view->prologue, m);  // q: the raw query; k, v: the caches; k_new, v_new: the token's row
+    } else {
+      m.roles["q"] = ctx.slot_of(n.operands[0]);
+      m.roles["k"] = ctx.slot_of(n.operands[1]);
+      m.roles["v"] = ctx.slot_of(n.operands[2]);
+    }
     for (const auto& [role, slot] : m.roles)
       if (slot.empty()) return std::nullopt;
     m.facts["NH"] = NH;
@@ -143,12 +187,17 @@ class AttentionDecodeFamily final : public TemplateFamily {
              registers <= std::min<int64_t>(device.max_registers_per_thread, 200) &&
              registers * threads <= device.registers_per_sm;
     };
-    // Lengths the heuristic weighs: a short, a medium and a long context.
+    // Lengths the heuristic weighs: a short, a medium and a long context (the decode buckets time
+    // the region at 1k, 8k and 32k keys).
     constexpr int64_t kLengths[] = {1024, 4096, 32768};
+    std::vector<std::array<double, std::size(kLengths)>> at_length;  // per choice: ideal / estimated time
     auto score_of = [&](const Schedule& s, std::ostringstream& note) {
       double sum = 0;
-      for (int64_t len : kLengths) {
+      at_length.emplace_back();
+      for (size_t i = 0; i < std::size(kLengths); ++i) {
+        const int64_t len = kLengths[i];
         const Estimate e = estimate(m, device, s, len);
+        at_length.back()[i] = e.ideal_us / e.us;
         sum += e.ideal_us / e.us;
         note << (len >= 1024 ? std::to_string(len / 1024) + "k" : std::to_string(len)) << ": " << e.blocks << " blocks, ~"
              << static_cast<int>(e.us * 10) / 10.0 << " us; ";
@@ -224,6 +273,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
         out.push_back(std::move(c));
       }
     }
+    keep_best_at_each_length(out, at_length, kLengths);
     return out;
   }
 
@@ -231,7 +281,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
     std::ostringstream name;
     const bool split = p.at("splits") > 1;
     name << "attention_decode_" << (cluster_launch(p) ? "cluster" : split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH")
-         << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << "_t" << p.at("threads") << "_u" << p.at("unroll")
+         << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << prologue_name(m) << "_t" << p.at("threads") << "_u" << p.at("unroll")
          << (p.at("prefetch") ? "p" : "");
     if (split) name << "_c" << p.at("chunk") << "_s" << p.at("splits");
     return name.str();

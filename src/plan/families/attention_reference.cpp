@@ -5,6 +5,8 @@
 // this one keeps every attention region runnable. One choice, marked as the fallback and ranked
 // last: one block of kThreads per (query row, head), keys in tiles of the largest size whose fp32
 // K and V rows fit in 48 KB of static shared memory (128 keys at D <= 32, 8 at D = 512).
+// A decode region that opens with the token's QK-norm / RoPE / KV append is two launches: the
+// rope_kv kernel (query rotated into the workspace, key and value appended), then this kernel.
 // codegen/renderers/attention_reference.cpp writes the source.
 #include "plan/families/attention_reference.h"
 
@@ -13,6 +15,7 @@
 #include <sstream>
 
 #include "plan/families.h"
+#include "plan/families/attention_prologue.h"
 
 namespace agentcompile::plan {
 
@@ -36,7 +39,56 @@ int64_t tile_for(int64_t D) {
 
 bool float_dtype(ir::DType dtype) { return dtype == ir::DType::kF32 || dtype == ir::DType::kF16 || dtype == ir::DType::kBF16; }
 
+// The narrowest rope_kv row layout for head dimension D (2, 4 or 8 elements per lane; D/2/vec
+// lanes per row must tile a warp); 0 when none does.
+int64_t prologue_vec(int64_t D) {
+  for (int64_t vec : {2, 4, 8}) {
+    if (D % 2 != 0 || (D / 2) % vec != 0) continue;
+    const int64_t lanes = D / 2 / vec;
+    if (lanes <= 32 && 32 % lanes == 0) return vec;
+  }
+  return 0;
+}
+
 float scale_of(const ir::Node& attn) { return static_cast<float>(attn.float_attr("scale", 1.0)); }  // the interpreter's default
+
+// The prologue's first launch: the rope_kv family's kernel over three streams (the query, rotated
+// into the workspace; the key, rotated and appended; the value, appended), at its narrowest row layout.
+Match prologue_rope_match(const Match& m) {
+  Match r;
+  r.dtype = m.dtype;
+  r.out_dtype = m.dtype;
+  const int64_t NH = m.facts.at("NH"), KV = m.facts.at("KV");
+  const bool norm = m.facts.at("qk_norm") != 0, rope = m.facts.at("rope") != 0;
+  r.variant = std::string(norm ? "qknorm_" : "") + (rope ? "rope_" : "") + "append";
+  r.roles = {{"x0", m.roles.at("q")}, {"y0", "workspace"}, {"x1", m.roles.at("k_new")}, {"cache1", m.roles.at("k")},
+             {"x2", m.roles.at("v_new")}, {"cache2", m.roles.at("v")}, {"pos", m.roles.at("pos")}};
+  if (norm) {
+    r.roles["norm0"] = m.roles.at("q_norm");
+    r.roles["norm1"] = m.roles.at("k_norm");
+  }
+  for (const auto& [fact, value] : m.facts)
+    if (fact.rfind("rope_", 0) == 0 || fact == "eps_bits") r.facts[fact] = value;
+  r.facts["heads0"] = NH;
+  r.facts["heads1"] = KV;
+  r.facts["heads2"] = KV;
+  r.facts["rope0"] = rope;
+  r.facts["rope1"] = rope;
+  r.facts["rope2"] = 0;
+  r.facts["streams"] = 3;
+  r.facts["rows"] = NH + 2 * KV;
+  r.facts["D"] = m.facts.at("D");
+  r.facts["tokens"] = 1;
+  return r;
+}
+
+Launch prologue_launch(const Match& m, const std::string& name) {
+  const Match r = prologue_rope_match(m);
+  const ParamSet params{{"vec", m.facts.at("prologue_vec")}, {"threads", kThreads}};
+  Launch launch = rope_kv_family().launches(r, params).front();
+  launch.kernel = name;
+  return launch;
+}
 
 class AttentionReferenceFamily final : public TemplateFamily {
  public:
@@ -45,7 +97,8 @@ class AttentionReferenceFamily final : public TemplateFamily {
 
   std::optional<Match> match(const RegionContext& ctx) const override {
     if (!attention_reference_rejection(ctx).empty()) return std::nullopt;
-    const ir::Node& attn = ctx.node(0);
+    const auto view = read_attention_region(ctx, nullptr);
+    const ir::Node& attn = *view->attention;
     const auto& q = ctx.function->type(attn.operands[0]);  // [T, NH, D]
     const auto& k = ctx.function->type(attn.operands[1]);  // [L, KV, D]
     Match m;
@@ -58,11 +111,16 @@ class AttentionReferenceFamily final : public TemplateFamily {
     m.facts["D"] = q.shape[2].value;
     m.facts["tokens_static"] = q.shape[0].is_static() ? q.shape[0].value : 0;  // 0: T of the call
     m.facts["scale_bits"] = std::bit_cast<uint32_t>(scale_of(attn));
-    m.roles["q"] = ctx.slot_of(attn.operands[0]);
-    m.roles["k"] = ctx.slot_of(attn.operands[1]);
-    m.roles["v"] = ctx.slot_of(attn.operands[2]);
     m.roles["pos"] = ctx.slot_of(attn.operands[3]);
     m.roles["o"] = ctx.slot_of(attn.result);
+    if (view->prologue) {
+      add_prologue_to_match(*view->prologue, m);
+      m.facts["prologue_vec"] = prologue_vec(m.facts.at("D"));
+    } else {
+      m.roles["q"] = ctx.slot_of(attn.operands[0]);
+      m.roles["k"] = ctx.slot_of(attn.operands[1]);
+      m.roles["v"] = ctx.slot_of(attn.operands[2]);
+    }
     return m;
   }
 
@@ -82,7 +140,7 @@ class AttentionReferenceFamily final : public TemplateFamily {
   std::string kernel_name(const Match& m, const ParamSet& p) const override {
     std::ostringstream name;
     name << "attention_reference_" << m.variant << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH") << "x"
-         << m.facts.at("KV") << "_d" << m.facts.at("D");
+         << m.facts.at("KV") << "_d" << m.facts.at("D") << prologue_name(m);
     if (m.facts.at("tokens_static") > 1) name << "_q" << m.facts.at("tokens_static");
     // The scale is a value, not a choice; spelled only when it is not the usual 1/sqrt(D).
     const auto usual = std::bit_cast<uint32_t>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.facts.at("D")))));
@@ -99,18 +157,41 @@ class AttentionReferenceFamily final : public TemplateFamily {
     launch.grid_y = Extent{0, m.facts.at("NH"), 1};                   // and head
     launch.block_x = static_cast<int>(p.at("threads"));
     launch.shared_bytes = 0;  // static shared memory only
-    return {launch};
+    if (!m.facts.count("prologue")) return {launch};
+    Launch rope = prologue_launch(m, launch.kernel + "_prologue");
+    return {rope, launch};
+  }
+
+  // The rotated query of the prologue, [1, NH, D].
+  int64_t workspace_bytes_fixed(const Match& m, const ParamSet&) const override {
+    return m.facts.count("prologue") ? m.facts.at("NH") * m.facts.at("D") * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0;
   }
 };
 
 }  // namespace
 
+Candidate attention_reference_prologue(const Candidate& reference) {
+  Candidate rope;
+  rope.id = reference.id;
+  rope.family = "rope_kv";
+  rope.template_file = rope_kv_family().template_file();
+  rope.match = prologue_rope_match(reference.match);
+  rope.params = {{"vec", reference.match.facts.at("prologue_vec")}, {"threads", kThreads}};
+  rope.launches = {reference.launches.front()};
+  rope.spelled_name = rope.launches.front().kernel;
+  return rope;
+}
+
 std::string attention_reference_rejection(const RegionContext& ctx) {
-  if (ctx.region->kind != analysis::RegionKind::kAttention) return "not an attention region";
-  if (ctx.size() != 1 || ctx.node(0).op != OpKind::kAttention)
-    return "the region is " + std::to_string(ctx.size()) + " ops, not one attention op";
-  const ir::Node& attn = ctx.node(0);
-  if (attn.operands.size() != 4) return "attention takes q, k, v and pos; this one has " + std::to_string(attn.operands.size()) + " operands";
+  std::string why;
+  const auto view = read_attention_region(ctx, &why);
+  if (!view) return why;
+  const ir::Node& attn = *view->attention;
+  if (view->prologue) {
+    const auto& q = ctx.function->type(attn.operands[0]);
+    if (q.shape.size() != 3 || !q.shape[2].is_static() || prologue_vec(q.shape[2].value) == 0)
+      return "the prologue's head rows (" + q.to_string() + ") do not tile a warp in the rope_kv kernel";
+  }
   const auto& q = ctx.function->type(attn.operands[0]);
   const auto& k = ctx.function->type(attn.operands[1]);
   const auto& v = ctx.function->type(attn.operands[2]);
@@ -133,7 +214,10 @@ std::string attention_reference_rejection(const RegionContext& ctx) {
            std::string(ir::dtype_name(o.dtype)) + "): the reference kernel reads and writes one dtype";
   if (pos.dtype != ir::DType::kI32 || !pos.shape.empty()) return "pos must be an i32[] scalar, got " + pos.to_string();
   if (q.shape[0].is_static() && q.shape[0].value < 1) return "no query rows: " + q.to_string();
-  for (ir::ValueId value : {attn.operands[0], attn.operands[1], attn.operands[2], attn.operands[3], attn.result})
+  const std::vector<ir::ValueId> interface = view->prologue ? std::vector<ir::ValueId>{attn.operands[3], attn.result}
+                                                           : std::vector<ir::ValueId>{attn.operands[0], attn.operands[1], attn.operands[2],
+                                                                                      attn.operands[3], attn.result};
+  for (ir::ValueId value : interface)
     if (ctx.slot_of(value).empty()) return "an attention operand or result is not on the region's interface";
   return "";
 }
