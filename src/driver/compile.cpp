@@ -36,7 +36,7 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kCompilerVersion = "agentcompile-compiler/1";
+constexpr const char* kCompilerVersion = "agentcompile-compiler/2";  // 2: decode buckets of context, attention prologue
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -48,8 +48,24 @@ std::string fixed(double value, int digits = 1) {
   return buffer;
 }
 
+// Prefill: buckets of T. Decode: buckets of the context (the keys a step's attention reads), so a
+// long generation runs attention kernels chosen at its own length: up to 4k tokens (timed at 1024
+// keys, the middle of the "context <= 2k" range), 4k-16k (timed at 8k) and beyond (timed at 32k, or
+// the model's maximum when that is shorter).
 std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_tokens) {
-  if (function == "decode") return {{"decode", 1, 1, 1}};
+  if (function == "decode") {
+    const int64_t max_context = std::max<int64_t>(max_tokens, 1);
+    std::vector<emit::Bucket> buckets;
+    auto add = [&](const std::string& name, int64_t lo, int64_t hi, int64_t timed_at) {
+      if (lo > max_context) return;
+      hi = std::min(hi, max_context);
+      buckets.push_back({name, 1, 1, 1, lo, hi, std::clamp<int64_t>(timed_at, lo, hi)});
+    };
+    add("decode", 1, 4096, 1024);
+    add("decode-c4097-16384", 4097, 16384, 8192);
+    add("decode-c16385+", 16385, max_context, 32768);
+    return buckets;
+  }
   std::vector<emit::Bucket> buckets = {{"t1-64", 1, 64, 32}, {"t65-512", 65, 512, 256}, {"t513-4096", 513, 4096, 2048}};
   if (max_tokens > 4096) buckets.push_back({"t4097+", 4097, max_tokens, 8192});
   return buckets;
@@ -60,13 +76,23 @@ tune::RegionBindings validation_bindings(const std::string& function) {
   return function == "decode" ? tune::RegionBindings{1, 512, 77} : tune::RegionBindings{100, 256, 28};
 }
 
-// Where a region's candidates are timed when their time does not depend on T. Decode attention
-// depends on the context instead: timed at 77 keys it would pick a kernel for very short prompts
-// only, so it is timed at 1024 keys (the middle of the "context <= 2k" range); the candidates that
-// adapt their splits to the length (split and cluster) then rank as they will run.
-tune::RegionBindings timing_bindings(const std::string& function, analysis::Category category) {
-  if (function == "decode" && category == analysis::Category::kAttentionDecode) return tune::RegionBindings{1, 2048, 1023};
-  return validation_bindings(function);
+// Regions whose time follows the bucket's range, so they are timed once per bucket: prefill regions
+// whose shapes depend on T, and decode attention, whose time follows the context.
+bool timed_per_bucket(const std::string& function, const analysis::RegionSummary& summary) {
+  if (function == "decode") return summary.category == analysis::Category::kAttentionDecode;
+  return summary.depends_on_T;
+}
+
+// Where a candidate is timed for `bucket`: at the bucket's T (prefill), or with `timing_context`
+// keys in the cache (decode attention: the candidates that adapt their splits to the length rank as
+// they will run at that length), or, for regions whose time follows neither, at the validation size.
+tune::RegionBindings timing_bindings(const std::string& function, const emit::Bucket& bucket, bool per_bucket) {
+  if (!per_bucket) return validation_bindings(function);
+  if (bucket.bounds_context()) {
+    const int64_t keys = bucket.timing_context;
+    return tune::RegionBindings{1, (keys + 1023) / 1024 * 1024 + 1024, static_cast<int32_t>(keys - 1)};  // keys 0..pos
+  }
+  return tune::RegionBindings{bucket.timing_tokens, bucket.timing_tokens + 64, 0};
 }
 
 // Fastest validated candidate at a bucket, or the fallback, or none; with the reason.
@@ -293,7 +319,8 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   for (const auto& function : module.functions) {
     emit::CompiledFunction f;
     f.name = function.name;
-    f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused});
+    f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,
+                                                                                  .attention_prologue = !options.unfused});
     f.buckets = buckets_for(function.name, c.max_position_embeddings);
     const ir::SymbolBindings bindings = function.name == "decode" ? ir::SymbolBindings{1, 2048} : ir::SymbolBindings{512, 512};
     auto unique = analysis::unique_regions(module, function, f.partition, bindings);
@@ -391,11 +418,11 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                                                                {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed}));
       tune::AdmitOptions admit;
       admit.repetitions = options.repetitions;
-      const bool per_bucket = region.plan.summary.depends_on_T && f.buckets.size() > 1;
+      const bool per_bucket = timed_per_bucket(function.name, region.plan.summary);
       if (per_bucket)
-        for (const auto& b : f.buckets) admit.timing.push_back({b.timing_tokens, b.timing_tokens + 64, 0});
+        for (const auto& b : f.buckets) admit.timing.push_back(timing_bindings(function.name, b, true));
       else
-        admit.timing.push_back(timing_bindings(function.name, region.plan.summary.category));
+        admit.timing.push_back(timing_bindings(function.name, f.buckets.front(), false));
       AC_TRY(search::admit_with_budget(region, [&](const std::vector<plan::Candidate>& subset, const std::vector<codegen::CompileResult>& compiled) {
         return tune::admit_candidates(region_module, check, cases, subset, compiled, admit);
       }));

@@ -23,12 +23,19 @@
 
 namespace agentcompile::emit {
 
-// A range of token counts that shares one selection (prefill); decode has one bucket, T = 1.
+// A range of calls that shares one selection. Prefill buckets are ranges of the token count T;
+// decode (T = 1) buckets are ranges of the context, the keys a step's attention reads, since that
+// is what a decode attention kernel's time follows (the runtime captures one decode graph per
+// bucket). A context range of 0..0 means any context.
 struct Bucket {
-  std::string name;     // "decode", "t1-64", "t65-512", ...
+  std::string name;     // "decode", "decode-c4097-16384", "t1-64", "t65-512", ...
   int64_t min_tokens = 1;
   int64_t max_tokens = 1;
   int64_t timing_tokens = 1;  // the T candidates are timed at for this bucket
+  int64_t min_context = 0;    // keys read by the call's attention: [min_context, max_context]
+  int64_t max_context = 0;
+  int64_t timing_context = 0; // the context candidates whose time follows it are timed at
+  bool bounds_context() const { return max_context > 0; }
 };
 
 struct Selection {

@@ -146,8 +146,15 @@ json artifact_metadata(const Artifact& a) {
   for (const auto& f : a.functions) {
     json fj;
     fj["buckets"] = json::array();
-    for (const auto& b : f.buckets)
-      fj["buckets"].push_back({{"name", b.name}, {"min_tokens", b.min_tokens}, {"max_tokens", b.max_tokens}, {"timed_at", b.timing_tokens}});
+    for (const auto& b : f.buckets) {
+      json bj{{"name", b.name}, {"min_tokens", b.min_tokens}, {"max_tokens", b.max_tokens}, {"timed_at", b.timing_tokens}};
+      if (b.bounds_context()) {
+        bj["min_context"] = b.min_context;
+        bj["max_context"] = b.max_context;
+        bj["context_timed_at"] = b.timing_context;
+      }
+      fj["buckets"].push_back(bj);
+    }
     fj["sites"] = json::array();
     for (size_t r = 0; r < f.partition.regions.size(); ++r) {
       const auto& region = f.partition.regions[r];

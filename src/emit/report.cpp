@@ -14,6 +14,12 @@ std::string fmt(const char* format, double value) {
   return buffer;
 }
 
+// Where a timing was taken: the token count, or for one-token calls over a cache, the keys read.
+std::string timed_at(const tune::RegionBindings& b) {
+  if (b.T == 1 && b.pos > 0) return " @ctx=" + std::to_string(b.pos + 1);
+  return " @T=" + std::to_string(b.T);
+}
+
 std::string ids(const CompiledRegion& r, const std::vector<int>& indices) {
   std::string out;
   for (int i : indices) out += (out.empty() ? "" : ", ") + r.plan.candidates[static_cast<size_t>(i)].id;
@@ -98,7 +104,7 @@ std::string artifact_report(const Artifact& a) {
       out += "No candidates: " + r.plan.unplanned_reason + "\n\n";
       continue;
     }
-    out += "| id | kernel | source | compiled | validation | max rel err | median µs (per timed T) |\n|---|---|---|---|---|---|---|\n";
+    out += "| id | kernel | source | compiled | validation | max rel err | median µs (per timed T or context) |\n|---|---|---|---|---|---|---|\n";
     for (size_t i = 0; i < r.plan.candidates.size(); ++i) {
       const auto& c = r.plan.candidates[i];
       std::string validation = "unvalidated", error = "—", timing = "—";
@@ -108,7 +114,7 @@ std::string artifact_report(const Artifact& a) {
         error = v.validated ? fmt("%.2e", v.max_rel_error) : "—";
         if (!v.timings.empty()) {
           timing.clear();
-          for (const auto& t : v.timings) timing += (timing.empty() ? "" : ", ") + fmt("%.2f", t.median_us) + " @T=" + std::to_string(t.bindings.T);
+          for (const auto& t : v.timings) timing += (timing.empty() ? "" : ", ") + fmt("%.2f", t.median_us) + timed_at(t.bindings);
         }
       }
       if (i < r.search.measured.size() && !r.search.measured[i] && !r.results.empty()) validation = "not measured (outside search budget)";

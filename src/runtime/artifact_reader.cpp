@@ -79,13 +79,13 @@ Expected<plan::Candidate> candidate_from_json(const json& j) {
   }
 }
 
-Expected<const BucketRecord*> FunctionRecord::bucket_for(int64_t tokens) const {
+Expected<const BucketRecord*> FunctionRecord::bucket_for(int64_t tokens, int64_t context) const {
   for (const auto& b : buckets)
-    if (tokens >= b.min_tokens && tokens <= b.max_tokens) return &b;
+    if (b.holds(tokens, context)) return &b;
   std::string ranges;
   for (const auto& b : buckets) ranges += (ranges.empty() ? "" : ", ") + b.name;
-  return error(ErrorCode::kInvalidArgument,
-               "function " + name + " has no bucket for " + std::to_string(tokens) + " tokens (buckets: " + ranges + ")");
+  return error(ErrorCode::kInvalidArgument, "function " + name + " has no bucket for " + std::to_string(tokens) + " tokens at a context of " +
+                                                std::to_string(context) + " (buckets: " + ranges + ")");
 }
 
 Expected<LoadedArtifact> read_artifact(const fs::path& dir) {
@@ -146,7 +146,8 @@ Expected<LoadedArtifact> read_artifact(const fs::path& dir) {
       FunctionRecord function;
       function.name = name;
       for (const auto& b : f.at("buckets"))
-        function.buckets.push_back({b.at("name").get<std::string>(), b.at("min_tokens").get<int64_t>(), b.at("max_tokens").get<int64_t>()});
+        function.buckets.push_back({b.at("name").get<std::string>(), b.at("min_tokens").get<int64_t>(), b.at("max_tokens").get<int64_t>(),
+                                    b.value("min_context", int64_t{0}), b.value("max_context", int64_t{0})});
       for (const auto& s : f.at("sites")) {
         SiteRecord site;
         site.site = s.at("site").get<int>();

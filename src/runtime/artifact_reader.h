@@ -20,9 +20,15 @@
 
 namespace agentcompile::runtime {
 
+// The calls one selection serves: a range of T, and for decode a range of the context (the keys
+// a step's attention reads); max_context 0 means any context.
 struct BucketRecord {
   std::string name;
   int64_t min_tokens = 1, max_tokens = 1;
+  int64_t min_context = 0, max_context = 0;
+  bool holds(int64_t tokens, int64_t context) const {
+    return tokens >= min_tokens && tokens <= max_tokens && (max_context == 0 || (context >= min_context && context <= max_context));
+  }
 };
 
 // One region site of a function: what it reads and writes, in interface-slot order.
@@ -50,8 +56,9 @@ struct FunctionRecord {
   std::string name;
   std::vector<BucketRecord> buckets;
   std::vector<SiteRecord> sites;
-  // The bucket that holds `tokens`, or an error naming the function and the bucket ranges.
-  Expected<const BucketRecord*> bucket_for(int64_t tokens) const;
+  // The bucket that holds a call of `tokens` tokens whose attention reads `context` keys, or an
+  // error naming the function and the bucket ranges.
+  Expected<const BucketRecord*> bucket_for(int64_t tokens, int64_t context) const;
 };
 
 struct LoadedArtifact {

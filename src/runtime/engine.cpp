@@ -31,8 +31,10 @@ class Engine::Impl {
  private:
   Status check_ids(std::span<const int32_t> ids, const char* what) const;
   Status run_prefill(std::span<const int32_t> prompt);
-  Status run_decode_step();
-  Status capture_decode_graph();
+  // One decode step whose attention reads `context` keys: launched one by one, or as the replay of
+  // the graph captured for the context's bucket.
+  Status run_decode_step(int64_t context);
+  Status decode_step(int64_t context);
 
   EngineOptions options_;
   frontend::ModelSource source_;
@@ -47,7 +49,7 @@ class Engine::Impl {
   tune::DeviceBuffer prefill_tokens_;
   std::unique_ptr<runtime::FunctionExecutor> prefill_, decode_;
   std::unique_ptr<DeviceSampler> sampler_;
-  std::unique_ptr<runtime::DecodeGraph> graph_;
+  std::vector<std::unique_ptr<runtime::DecodeGraph>> graphs_;  // per decode bucket; empty with graphs off
   std::unique_ptr<runtime::StepEvents> events_;
   std::set<int32_t> eos_;
 };
@@ -141,20 +143,35 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   info.kv_cache_bytes = static_cast<int64_t>(cache_.bytes());
   info.activation_bytes = static_cast<int64_t>(prefill_->arena_bytes() + decode_->arena_bytes());
   info.workspace_bytes = static_cast<int64_t>(prefill_->workspace_bytes() + decode_->workspace_bytes());
-  AC_ASSIGN_OR_RETURN(size_t decode_launches, decode_->launches(1));
+  AC_ASSIGN_OR_RETURN(size_t decode_launches, decode_->launches(1, 1));
   info.decode_launches = decode_launches + DeviceSampler::kLaunches;
 
   AC_ASSIGN_OR_RETURN(events_, runtime::StepEvents::create());
   if (options.cuda_graph) {
-    AC_ASSIGN_OR_RETURN(graph_, runtime::DecodeGraph::capture(context_->stream(), [this] { return run_decode_step(); }));
+    // One graph per decode bucket the cache reaches: each replays the kernels selected for its
+    // range of contexts, with the position read on the device.
+    const auto& buckets = decode_->buckets();
+    graphs_.resize(buckets.size());
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      if (!decode_->prepared(b)) continue;
+      const int64_t context = std::max<int64_t>(1, buckets[b].min_context);
+      AC_ASSIGN_OR_RETURN(graphs_[b], runtime::DecodeGraph::capture(context_->stream(), [this, context] { return run_decode_step(context); }));
+    }
   }
   AC_TRY(context_->synchronize());
   return Status::ok();
 }
 
-Status Engine::Impl::run_decode_step() {
-  AC_TRY(decode_->enqueue(1, context_->stream()));
+Status Engine::Impl::run_decode_step(int64_t context) {
+  AC_TRY(decode_->enqueue(1, context, context_->stream()));
   return sampler_->enqueue(DeviceSampler::Use::kDecode, context_->stream(), info.programmatic_launch);
+}
+
+Status Engine::Impl::decode_step(int64_t context) {
+  if (graphs_.empty()) return run_decode_step(context);
+  AC_ASSIGN_OR_RETURN(const size_t bucket, decode_->bucket_index(1, context));
+  if (!graphs_[bucket]) return error(ErrorCode::kInternal, "no decode graph was captured for a context of " + std::to_string(context));
+  return graphs_[bucket]->launch(context_->stream());
 }
 
 Status Engine::Impl::check_ids(std::span<const int32_t> ids, const char* what) const {
@@ -175,7 +192,7 @@ Status Engine::Impl::run_prefill(std::span<const int32_t> prompt) {
     const int64_t tokens = std::min(info.prefill_chunk, n - start);
     AC_TRY(sampler_->set_position(start));
     AC_TRY(prefill_tokens_.upload(prompt.data() + start, static_cast<size_t>(tokens) * sizeof(int32_t)));
-    AC_TRY(prefill_->enqueue(tokens, context_->stream()));
+    AC_TRY(prefill_->enqueue(tokens, start + tokens, context_->stream()));
   }
   return sampler_->enqueue(DeviceSampler::Use::kPrefill, context_->stream());
 }
@@ -203,7 +220,9 @@ Expected<GenerateResult> Engine::Impl::generate(std::span<const int32_t> prompt,
   AC_TRY(run_prefill(prompt));
   AC_TRY(events_->record_step(0, stream));
 
-  runtime::DecodeLoop loop{options.max_new_tokens, [&](int64_t) -> Status { return graph_ ? graph_->launch(stream) : run_decode_step(); },
+  // The step that produces token `step` feeds the token at position n + step - 1, so its attention
+  // reads n + step keys.
+  runtime::DecodeLoop loop{options.max_new_tokens, [&](int64_t step) -> Status { return decode_step(n + step); },
                            [&](int64_t step) { return sampler_->token_of_step(step); }};
   AC_ASSIGN_OR_RETURN(GenerateResult result, loop.run(*events_, stream, stops, on_token));
   AC_TRY(context_->synchronize());  // steps queued past a stop finish before the next call resets state
@@ -225,7 +244,7 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
   for (int64_t t = 1; t <= prefill; ++t) {
     AC_TRY(sampler_->set_position(0));
     AC_TRY(prefill_tokens_.upload(ids.data(), static_cast<size_t>(t) * sizeof(int32_t)));
-    AC_TRY(prefill_->enqueue(t, context_->stream()));
+    AC_TRY(prefill_->enqueue(t, t, context_->stream()));
     AC_ASSIGN_OR_RETURN(CUdeviceptr out, prefill_->result_address(t, 0));
     AC_TRY(context_->synchronize());
     AC_CU(api.MemcpyDtoH(logits.data() + static_cast<size_t>(t - 1) * V, out, V * sizeof(float)), "cuMemcpyDtoH(prefill logits)");
@@ -234,7 +253,7 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
   AC_ASSIGN_OR_RETURN(CUdeviceptr out, decode_->result_address(1, 0));
   for (int64_t i = prefill; i < n; ++i) {
     AC_TRY(sampler_->set_next_token(ids[static_cast<size_t>(i)]));
-    AC_TRY(graph_ ? graph_->launch(context_->stream()) : run_decode_step());
+    AC_TRY(decode_step(i + 1));
     AC_TRY(context_->synchronize());
     AC_CU(api.MemcpyDtoH(logits.data() + static_cast<size_t>(i) * V, out, V * sizeof(float)), "cuMemcpyDtoH(decode logits)");
   }

@@ -87,7 +87,7 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
     std::vector<const KernelSet::Loaded*> per_bucket;
     for (const auto& bucket : record->second.buckets) {
       per_bucket.push_back(nullptr);
-      if (bucket.min_tokens > max_tokens) continue;
+      if (bucket.min_tokens > max_tokens || bucket.min_context > rows) continue;
       AC_ASSIGN_OR_RETURN(const KernelSet::Loaded* k, kernels.get(artifact, site.region, bucket.name));
       per_bucket.back() = k;
       const bool library = std::any_of(k->candidate->launches.begin(), k->candidate->launches.end(), [](const plan::Launch& l) { return l.library; });
@@ -125,16 +125,21 @@ Expected<CUdeviceptr> FunctionExecutor::address_of(ir::ValueId value, const ir::
   return base + static_cast<CUdeviceptr>(r.byte_offset);
 }
 
-Expected<size_t> FunctionExecutor::bucket_index(int64_t tokens) const {
-  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens));
+Expected<size_t> FunctionExecutor::bucket_index(int64_t tokens, int64_t context) const {
+  AC_ASSIGN_OR_RETURN(const BucketRecord* bucket, record_->bucket_for(tokens, context));
   return static_cast<size_t>(bucket - record_->buckets.data());
 }
 
-Status FunctionExecutor::enqueue(int64_t tokens, CUstream stream) {
+Status FunctionExecutor::enqueue(int64_t tokens, int64_t context, CUstream stream) {
   if (tokens < 1 || tokens > max_tokens_)
     return error(ErrorCode::kInvalidArgument, function_->name + " was prepared for 1.." + std::to_string(max_tokens_) + " tokens, not " +
                                                   std::to_string(tokens));
-  AC_ASSIGN_OR_RETURN(const size_t bucket, bucket_index(tokens));
+  if (context < tokens || context > bindings_.cache->rows())
+    return error(ErrorCode::kInvalidArgument, function_->name + " of " + std::to_string(tokens) + " tokens at a context of " +
+                                                  std::to_string(context) + ": the KV cache holds " + std::to_string(bindings_.cache->rows()) + " rows");
+  AC_ASSIGN_OR_RETURN(const size_t bucket, bucket_index(tokens, context));
+  if (!prepared(bucket))
+    return error(ErrorCode::kInternal, function_->name + ": bucket " + record_->buckets[bucket].name + " was not prepared for this cache");
   const ir::SymbolBindings at{tokens, bindings_.cache->rows()};
   for (size_t s = 0; s < record_->sites.size(); ++s) {
     const SiteRecord& site = record_->sites[s];
@@ -174,9 +179,10 @@ Expected<CUdeviceptr> FunctionExecutor::result_address(int64_t tokens, size_t in
   return address_of(function_->results[index], ir::SymbolBindings{tokens, bindings_.cache->rows()});
 }
 
-Expected<size_t> FunctionExecutor::launches(int64_t tokens) const {
+Expected<size_t> FunctionExecutor::launches(int64_t tokens, int64_t context) const {
   if (tokens < 1 || tokens > max_tokens_) return error(ErrorCode::kInvalidArgument, function_->name + " was not prepared for " + std::to_string(tokens) + " tokens");
-  AC_ASSIGN_OR_RETURN(const size_t bucket, bucket_index(tokens));
+  AC_ASSIGN_OR_RETURN(const size_t bucket, bucket_index(tokens, context));
+  if (!prepared(bucket)) return error(ErrorCode::kInvalidArgument, function_->name + " was not prepared for a context of " + std::to_string(context));
   size_t count = 0;
   for (size_t s = 0; s < record_->sites.size(); ++s) count += kernel_for(s, bucket)->candidate->launches.size();
   return count;

@@ -1,5 +1,5 @@
 // Runs one IR function (prefill or decode) as the artifact says: for every region site, in order,
-// the kernel selected for the call's bucket of T, bound to the site's buffers through the one
+// the kernel selected for the call's bucket (of T for prefill, of the context for decode), bound to the site's buffers through the one
 // calling convention (ac::RegionArgs: inputs, outputs, weights and states by interface slot, plus
 // workspace, T and L). Library launches (cuBLAS) go through the tune stage's runner. Every launch is
 // asynchronous on the engine's stream, so a decode call can be captured into a CUDA graph.
@@ -53,23 +53,28 @@ class FunctionExecutor {
   static Expected<std::unique_ptr<FunctionExecutor>> create(const ir::Function& function, const LoadedArtifact& artifact,
                                                             KernelSet& kernels, Bindings bindings, int64_t max_tokens);
 
-  // Enqueues the whole function for a call of `tokens` tokens on `stream`.
-  Status enqueue(int64_t tokens, CUstream stream);
+  // Enqueues the whole function for a call of `tokens` tokens whose attention reads `context` keys
+  // (the call's last position + 1) on `stream`.
+  Status enqueue(int64_t tokens, int64_t context, CUstream stream);
+  // Which of the function's buckets serves such a call (the runtime keeps a decode graph per bucket).
+  Expected<size_t> bucket_index(int64_t tokens, int64_t context) const;
+  const std::vector<BucketRecord>& buckets() const { return record_->buckets; }
+  // False for buckets this executor was not prepared for (past max_tokens or the cache's rows).
+  bool prepared(size_t bucket) const { return site_kernels_.empty() || site_kernels_.front()[bucket] != nullptr; }
   // Device address of result `index` after a call of `tokens` tokens.
   Expected<CUdeviceptr> result_address(int64_t tokens, size_t index) const;
 
   size_t arena_bytes() const { return plan_.arena_bytes; }
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t sites() const { return record_->sites.size(); }
-  // Kernel launches one call of `tokens` makes (library calls count one each).
-  Expected<size_t> launches(int64_t tokens) const;
+  // Kernel launches one call makes (library calls count one each).
+  Expected<size_t> launches(int64_t tokens, int64_t context) const;
 
  private:
   FunctionExecutor() = default;
   Expected<CUdeviceptr> address_of(ir::ValueId value, const ir::SymbolBindings& at) const;
   // The kernel of `site` for the bucket at `bucket_index` of the function's buckets (loaded at create).
   const KernelSet::Loaded* kernel_for(size_t site, size_t bucket_index) const { return site_kernels_[site][bucket_index]; }
-  Expected<size_t> bucket_index(int64_t tokens) const;
 
   const ir::Function* function_ = nullptr;
   const FunctionRecord* record_ = nullptr;
@@ -78,7 +83,8 @@ class FunctionExecutor {
   MemoryPlan plan_;
   tune::DeviceBuffer arena_;
   tune::DeviceBuffer workspace_;
-  // Per site: weights and states bound once, and the kernel per bucket (null past max_tokens).
+  // Per site: weights and states bound once, and the kernel per bucket (null past max_tokens or the
+  // cache's rows).
   std::vector<std::vector<CUdeviceptr>> site_weights_, site_states_;
   std::vector<std::vector<const KernelSet::Loaded*>> site_kernels_;
 };

@@ -66,8 +66,8 @@ TEST(Compile, NoGpuCompilesEveryCandidateAndTheArtifactBuilds) {
 namespace agentcompile {
 namespace {
 
-// The real presets without a GPU, as CI compiles them: the same 19 unique regions and 152 candidates
-// the H200 run in bench/results recorded, and NVRTC compiles every generated one.
+// The real presets without a GPU, as CI compiles them: 16 unique regions (9 prefill, 7 decode: the
+// decode RoPE opens the attention region) and 128 candidates, and NVRTC compiles every generated one.
 TEST(Compile, PresetsWithoutGpuPlanAndCompileEveryCandidate) {
   for (const char* preset : {"qwen3-1.7b", "llama-3.2-1b"}) {
     const fs::path work = fs::path(AC_BINARY_DIR) / "compile-test-presets" / preset;
@@ -96,8 +96,16 @@ TEST(Compile, PresetsWithoutGpuPlanAndCompileEveryCandidate) {
         EXPECT_TRUE(candidate["compile"]["ok"].get<bool>()) << candidate["name"] << "\n" << candidate["compile"]["log"];
       }
     }
-    EXPECT_EQ(meta["regions"].size(), 17u) << preset;
-    EXPECT_EQ(candidates, 136u) << preset;
+    // Decode is bucketed by context, up to the model's maximum (40960 for Qwen3-1.7B, 131072 for Llama-3.2-1B).
+    const auto& buckets = meta["functions"]["decode"]["buckets"];
+    ASSERT_EQ(buckets.size(), 3u) << preset;
+    EXPECT_EQ(buckets[0]["name"], "decode");
+    EXPECT_EQ(buckets[0]["max_context"], 4096);
+    EXPECT_EQ(buckets[1]["name"], "decode-c4097-16384");
+    EXPECT_EQ(buckets[2]["min_context"], 16385);
+    EXPECT_EQ(buckets[2]["max_context"], std::string(preset) == "qwen3-1.7b" ? 40960 : 131072);
+    EXPECT_EQ(meta["regions"].size(), 16u) << preset;
+    EXPECT_EQ(candidates, 128u) << preset;
     EXPECT_EQ(compiled, generated) << preset;
   }
 }
