@@ -142,22 +142,19 @@ Expected<CUfunction> CudaModule::function(const std::string& name) const {
   // Kernels compiled with a cluster of more than 8 blocks (sm_90+) launch only with this opt-in; on
   // GPUs without clusters the call fails harmlessly and such kernels are never planned.
   api().FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-  // The 48 KB default bounds static + dynamic shared memory together, so a launch with any dynamic
-  // shared memory may need the opt-in (12 KB static + 40 KB dynamic does). Granting each function the
-  // device's whole per-block allowance once, here, keeps the call off every launch.
-  CUdevice device = 0;
-  int optin = 0, static_bytes = 0;
-  if (api().CtxGetDevice(&device) == CUDA_SUCCESS &&
-      api().DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device) == CUDA_SUCCESS &&
-      api().FuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function) == CUDA_SUCCESS && optin > static_bytes)
-    AC_CU(api().FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static_bytes),
-          "cuFuncSetAttribute(" + name + ", dynamic shared up to " + std::to_string(optin - static_bytes) + " bytes)");
   return function;
 }
 
 Status launch_kernel(CUfunction function, const std::string& name, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                      unsigned block_x, unsigned shared_bytes, CUstream stream, const void* args, bool programmatic_dependency) {
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return Status::ok();  // nothing to do (e.g. zero tokens)
+  // The 48 KB default limit is on static + dynamic shared memory together, so any dynamic amount may
+  // need the opt-in (a kernel with 12 KB static and 40 KB dynamic does). Raised to what this launch
+  // asks for only: with every function granted the device's whole allowance when it was resolved,
+  // every cluster-launch candidate's admission worker died of SIGSEGV on an H200 (driver 580).
+  if (shared_bytes > 0)
+    AC_CU(api().FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
+          "cuFuncSetAttribute(" + name + ", dynamic shared " + std::to_string(shared_bytes) + ")");
   void* params[] = {const_cast<void*>(args)};
   if (programmatic_dependency) {
     CUlaunchAttribute attribute{};

@@ -52,7 +52,6 @@ Loaded load() {
   resolve("cuDevicePrimaryCtxRetain", a.DevicePrimaryCtxRetain);
   resolve("cuDevicePrimaryCtxRelease", a.DevicePrimaryCtxRelease);
   resolve("cuCtxSetCurrent", a.CtxSetCurrent);
-  resolve("cuCtxGetDevice", a.CtxGetDevice);
   resolve("cuStreamCreate", a.StreamCreate);
   resolve("cuStreamDestroy", a.StreamDestroy);
   resolve("cuStreamSynchronize", a.StreamSynchronize);

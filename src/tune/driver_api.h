@@ -22,7 +22,6 @@ struct DriverApi {
   decltype(&::cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) DevicePrimaryCtxRelease = nullptr;
   decltype(&::cuCtxSetCurrent) CtxSetCurrent = nullptr;
-  decltype(&::cuCtxGetDevice) CtxGetDevice = nullptr;
   decltype(&::cuStreamCreate) StreamCreate = nullptr;
   decltype(&::cuStreamDestroy) StreamDestroy = nullptr;
   decltype(&::cuStreamSynchronize) StreamSynchronize = nullptr;
