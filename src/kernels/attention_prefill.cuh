@@ -45,15 +45,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-__device__ __forceinline__ unsigned smem_u32(const void* ptr) { return static_cast<unsigned>(__cvta_generic_to_shared(ptr)); }
-
-// 16 bytes global -> shared, asynchronously; zero-filled (nothing read) when !valid.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+// smem_u32 and the cp.async helpers: common.cuh.
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -166,13 +158,13 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
 
   flash::load_tile<T, BLOCK_M, D, kThreads, NH * D>(q_tile, p.q + (static_cast<size_t>(q_start) * NH + head) * D,
                                                     tokens - q_start);
-  flash::cp_async_commit();
+  cp_async_commit();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < n_tiles) load_kv(s);
-    flash::cp_async_commit();  // empty groups keep the count uniform
+    cp_async_commit();  // empty groups keep the count uniform
   }
-  flash::cp_async_wait<STAGES - 1>();  // the Q group
+  cp_async_wait<STAGES - 1>();  // the Q group
   __syncthreads();
 
   const int row0 = warp * kWarpRows;   // this warp's rows in the block
@@ -182,7 +174,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int kk = 0; kk < kQK; ++kk)
-      flash::ldmatrix_x4(q_frag[mt][kk], flash::smem_u32(q_tile + flash::swizzle<D>(row0 + 16 * mt + lane % 16, 2 * kk + lane / 16)));
+      flash::ldmatrix_x4(q_frag[mt][kk], smem_u32(q_tile + flash::swizzle<D>(row0 + 16 * mt + lane % 16, 2 * kk + lane / 16)));
 
   float o[kMT][kDT][4];
   float row_max[kMT][2], row_sum[kMT][2];  // rows group and group + 8 of each m-tile; max of raw scores,
@@ -197,8 +189,8 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
 
   for (int n = 0; n < n_tiles; ++n) {
     if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1);
-    flash::cp_async_commit();
-    flash::cp_async_wait<STAGES - 1>();  // tile n has landed
+    cp_async_commit();
+    cp_async_wait<STAGES - 1>();  // tile n has landed
     __syncthreads();
     const int key0 = n * BLOCK_N;
     if (t_first < tokens && key0 <= pos + t_first + kWarpRows - 1) {  // else no row of this warp sees the tile
@@ -216,7 +208,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
         for (int nt = 0; nt < kNT; nt += 2) {
           // x4: keys nt*8+0..7 | d 16kk+0..7, +8..15; then keys nt*8+8..15 likewise (two n-tiles' B).
           unsigned b[4];
-          flash::ldmatrix_x4(b, flash::smem_u32(k_tile + flash::swizzle<D>(nt * 8 + lane % 8 + (lane / 16) * 8, 2 * kk + (lane / 8) % 2)));
+          flash::ldmatrix_x4(b, smem_u32(k_tile + flash::swizzle<D>(nt * 8 + lane % 8 + (lane / 16) * 8, 2 * kk + (lane / 8) % 2)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             flash::mma16816<T>(s[mt][nt], q_frag[mt][kk], b[0], b[1]);
@@ -281,7 +273,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
         for (int dt = 0; dt < kDT; dt += 2) {
           // x4.trans: keys 16kk+0..7, +8..15 | d 8dt..8dt+7; then d 8dt+8..8dt+15 likewise (two n-tiles' B).
           unsigned b[4];
-          flash::ldmatrix_x4_trans(b, flash::smem_u32(v_tile + flash::swizzle<D>(16 * kk + lane % 8 + ((lane / 8) % 2) * 8, dt + lane / 16)));
+          flash::ldmatrix_x4_trans(b, smem_u32(v_tile + flash::swizzle<D>(16 * kk + lane % 8 + ((lane / 8) % 2) * 8, dt + lane / 16)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             flash::mma16816<T>(o[mt][dt], a[mt], b[0], b[1]);

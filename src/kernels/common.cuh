@@ -71,6 +71,17 @@ __device__ __forceinline__ uint4 load_stream16(const void* ptr) {
 
 __device__ __forceinline__ uint4 load16(const void* ptr) { return *reinterpret_cast<const uint4*>(ptr); }
 
+// Asynchronous copies global -> shared (sm_80+), 16 bytes each, bypassing L1; with !valid nothing is
+// read and the 16 bytes are zero-filled (a row out of bounds).
+__device__ __forceinline__ unsigned smem_u32(const void* ptr) { return static_cast<unsigned>(__cvta_generic_to_shared(ptr)); }
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid = true) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most PENDING committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING)); }
+
 // Unpacks 8 halves/bfloats to floats.
 template <typename T> __device__ __forceinline__ void unpack8(uint4 v, float (&out)[8]);
 template <> __device__ __forceinline__ void unpack8<__half>(uint4 v, float (&out)[8]) {

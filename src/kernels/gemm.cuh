@@ -122,18 +122,7 @@ __device__ __forceinline__ void gemm_store_pair(const GemmParams<T, OutT>& p, co
 
 // ---- Tensor-core primitives (sm_80+) ----
 
-__device__ __forceinline__ unsigned smem_u32(const void* ptr) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(ptr));
-}
-
-// 16 bytes global → shared, bypassing L1; src_bytes = 0 writes zeros (the row is out of bounds).
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING)); }
+// smem_u32, cp_async16, cp_async_commit and cp_async_wait: common.cuh.
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
