@@ -23,9 +23,10 @@
 // (earlier steps), so its first batch of K/V loads overlaps the kernel before it. The query and the
 // newest key and value row, which that kernel produces, are read after the wait.
 // Prologue (PROLOGUE): the region opens with its token's QK-norm, RoPE and KV append. Every block
-// normalizes and rotates its query heads itself, from the raw projection; the block whose keys
-// include the new position does the same for the new key, writes the key and value row to the cache
-// and folds it in from registers. The arithmetic is rope_kv.cuh's, and the rotated rows are rounded
+// normalizes and rotates its query heads itself, from the raw projection (the rotary cos/sin, which
+// need only the position, are worked out before the wait); the block whose keys include the new
+// position does the same for the new key, writes the key and value row to the cache and folds it in
+// from registers. The arithmetic is rope_kv.cuh's, and the rotated rows are rounded
 // to T as the cache stores them, so the result equals the two-kernel path.
 #pragma once
 
@@ -100,13 +101,26 @@ __device__ __forceinline__ int attention_decode_chunk(int len, int chunk_min, in
   return c > chunk_min ? c : chunk_min;
 }
 
-// The prologue of one head row, on this lane's 8 dimensions (li * 8 .. li * 8 + 7; the D/8 lanes
-// of a row are consecutive in the warp): QK-norm with weights `w` (when NORM), rotate-half RoPE at
-// `position` (when inv_freq is set; a dimension's partner half lives kLanes/2 lanes away), then the
-// rounding to T the cache applies. Every lane of the warp must call it (it shuffles).
+// The RoPE cos/sin of this lane's 8 dimensions (li * 8 .. li * 8 + 7) at `position`: the same for
+// every head row, and computed from what the previous step wrote (the position) and constants, so a
+// block works them out once, before its producer wait.
+struct RotaryLane {
+  float c[8], s[8];
+};
+
+template <int D>
+__device__ __forceinline__ void rotary_lane(const float* inv_freq, float position, int li, RotaryLane& r) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) rope_sincos(position * inv_freq[(li * 8 + e) % (D / 2)], &r.s[e], &r.c[e]);
+}
+
+// The prologue of one head row, on this lane's 8 dimensions (the D/8 lanes of a row are consecutive
+// in the warp): QK-norm with weights `w` (when `norm`), rotate-half RoPE with the lane's cos/sin (when
+// `rotate`; a dimension's partner half lives kLanes/2 lanes away), then the rounding to T the cache
+// applies. Every lane of the warp must call it (it shuffles).
 template <typename T, int D>
-__device__ __forceinline__ void attention_prologue_row(float (&x)[8], const float (&w)[8], bool norm, const float* inv_freq,
-                                                       float position, float eps, int li) {
+__device__ __forceinline__ void attention_prologue_row(float (&x)[8], const float (&w)[8], bool norm, const RotaryLane& rotary,
+                                                       bool rotate, float eps, int li) {
   constexpr int kLanes = D / 8;
   if (norm) {
     float squares = 0.f;
@@ -118,17 +132,14 @@ __device__ __forceinline__ void attention_prologue_row(float (&x)[8], const floa
 #pragma unroll
     for (int e = 0; e < 8; ++e) x[e] = w[e] * (x[e] * inv);
   }
-  if (inv_freq) {
+  if (rotate) {
     const bool first_half = li < kLanes / 2;
     float partner[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], kLanes / 2);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      float s, c;
-      rope_sincos(position * inv_freq[(li * 8 + e) % (D / 2)], &s, &c);
-      x[e] = first_half ? x[e] * c - partner[e] * s : x[e] * c + partner[e] * s;
-    }
+    for (int e = 0; e < 8; ++e)
+      x[e] = first_half ? x[e] * rotary.c[e] - partner[e] * rotary.s[e] : x[e] * rotary.c[e] + partner[e] * rotary.s[e];
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e) x[e] = to_float(from_float<T>(x[e]));
@@ -185,6 +196,9 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     unpack8<T>(load16(p.q_norm + li * 8), q_norm_w);
     unpack8<T>(load16(p.k_norm + li * 8), k_norm_w);
   }
+  RotaryLane rotary;
+  const bool rotate = PROLOGUE && p.inv_freq != nullptr;
+  if (rotate) rotary_lane<D>(p.inv_freq, static_cast<float>(pos), li, rotary);
 
   wait_for_producer_grid();
   launch_dependent_grids();
@@ -193,7 +207,7 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
 #pragma unroll
   for (int g = 0; g < GROUP; ++g) {
     unpack8<T>(load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8), qf[g]);
-    if (PROLOGUE) attention_prologue_row<T, D>(qf[g], q_norm_w, qk_norm, p.inv_freq, static_cast<float>(pos), p.norm_eps, li);
+    if (PROLOGUE) attention_prologue_row<T, D>(qf[g], q_norm_w, qk_norm, rotary, rotate, p.norm_eps, li);
 #pragma unroll
     for (int e = 0; e < 8; ++e) qf[g][e] *= p.scale_log2;
   }
@@ -206,7 +220,7 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     if (PROLOGUE) {
       unpack8<T>(load16(p.k_new + static_cast<size_t>(kv_head) * D + li * 8), k_newest);
       v_newest = load16(p.v_new + static_cast<size_t>(kv_head) * D + li * 8);
-      attention_prologue_row<T, D>(k_newest, k_norm_w, qk_norm, p.inv_freq, static_cast<float>(pos), p.norm_eps, li);
+      attention_prologue_row<T, D>(k_newest, k_norm_w, qk_norm, rotary, rotate, p.norm_eps, li);
       if (key_slot == 0) {
         alignas(16) T k_row[8];
 #pragma unroll

@@ -106,6 +106,14 @@ TEST(AttentionDecodeShortContext, LlamaAt300) {
                                     {1, 512, 300}));
 }
 
+// Qwen3-1.7B's decode attention region (QK-norm, RoPE, KV append, attention) at a short context, where
+// the chain of dependent steps, not the K/V bytes, sets the time.
+TEST(AttentionDecodeShortContext, Qwen3At1000) {
+  AC_REQUIRE_GPU();
+  expect_all_validated(admit_region(*gpu, "qwen3-1.7b.json", ir::DType::kF16, "decode", analysis::Category::kAttentionDecode,
+                                    {1, 2048, 1000}, 12));
+}
+
 // Cache rows are just enough for the call, which keeps the random cache contents small.
 TEST(RopeKvLongPositions, Qwen3DecodeAt40000) {
   AC_REQUIRE_GPU();
