@@ -5,9 +5,9 @@
 // K loop is unrolled UNROLL steps deep; x is staged once per block in shared memory. With SPLIT > 1
 // the K range is split across SPLIT warps of the block and combined through shared memory (for
 // few rows and long K, e.g. down_proj N=2048, K=6144).
-// The first batch of weight loads (and the norm weights) is issued before the programmatic-
+// The first batch of weight loads (and the norm weights and biases) is issued before the programmatic-
 // dependent-launch wait (the template places its own wait), so it overlaps the kernel before it; the
-// second right after the wait, before x is staged.
+// residual row and the second batch right after the wait, before x is staged.
 // Epilogues: plain (optionally + bias), residual add, gate/up SiLU·mul (two weight matrices read
 // together), multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N).
 // Prologue (NORM): x is the input of an RMSNorm that the block applies while staging it, in the
@@ -160,10 +160,37 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   GemvNormWeights<T, THREADS, KMAX> norm_weights;
   if (NORM) load_norm_weights<T, OutT, THREADS, KMAX>(p, norm_weights);
 
+  // The epilogue's biases are weights too: loaded here, not after the reduction.
+  float bias_v[ROWS][kMats];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int m = 0; m < kMats; ++m) bias_v[r][m] = 0.f;
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      if (!valid[r]) continue;
+      int row = row0 + r, seg = 0;
+      if (EPILOGUE != kGemvGateUp && row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
+#pragma unroll
+      for (int m = 0; m < kMats; ++m) {
+        const T* bias = gemv_pick(p.bias, EPILOGUE == kGemvGateUp ? m : seg);
+        if (bias) bias_v[r][m] = to_float(bias[row]);
+      }
+    }
+  }
+
   // Everything above reads only weights, so under programmatic dependent launch it overlaps the
   // producer kernel; x (and the residual) are read only after the producer grid has finished.
   wait_for_producer_grid();
   launch_dependent_grids();
+
+  // The residual row is the producer's input, long written: its load goes out now, so its latency
+  // hides behind the dot products instead of adding to the kernel's tail.
+  float residual_v[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+    residual_v[r] = EPILOGUE == kGemvResidual && lane == 0 && valid[r] ? to_float(p.residual[row0 + r]) : 0.f;
 
   // The second batch goes out before x is staged, so the weights keep streaming through the
   // staging's latency (a load of x and, with the norm, a block reduction and two barriers).
@@ -246,17 +273,15 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
     if (!valid[r]) continue;
     int row = row0 + r;
     if (EPILOGUE == kGemvGateUp) {
-      const float gate = acc[r][0] + (p.bias[0] ? to_float(p.bias[0][row]) : 0.f);
-      const float up = acc[r][1] + (p.bias[1] ? to_float(p.bias[1][row]) : 0.f);
+      const float gate = acc[r][0] + bias_v[r][0];
+      const float up = acc[r][kMats - 1] + bias_v[r][kMats - 1];
       p.y[0][row] = from_float<OutT>(silu(gate) * up);
       continue;
     }
     int seg = 0;
     if (row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
-    float v = acc[r][0];
-    const T* bias = gemv_pick(p.bias, seg);
-    if (bias) v += to_float(bias[row]);
-    if (EPILOGUE == kGemvResidual) v += to_float(p.residual[row]);
+    float v = acc[r][0] + bias_v[r][0];
+    if (EPILOGUE == kGemvResidual) v += residual_v[r];
     gemv_pick(p.y, seg)[row] = from_float<OutT>(v);
   }
 }
