@@ -41,6 +41,16 @@ __device__ __forceinline__ P gemv_pick(P const (&items)[3], int i) {
   return i == 0 ? items[0] : i == 1 ? items[1] : items[2];
 }
 
+// The segment of a row of the concatenated outputs (fused QKV: q, k, v), and `row` made the row
+// within it.
+__device__ __forceinline__ int gemv_segment(const int (&rows)[3], int& row) {
+  if (row < rows[0]) return 0;
+  row -= rows[0];
+  if (row < rows[1]) return 1;
+  row -= rows[1];
+  return 2;
+}
+
 // Stages x (or RMSNorm(x) with NORM) into shared memory. With NORM, each thread keeps its 16-byte
 // chunks of x in registers between the two passes (only the block sum needs a barrier), and the norm
 // weights were loaded before the producer wait (load_norm_weights). Ends with the block's barrier.
@@ -122,10 +132,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
     int row = row0 + r;
     valid[r] = row < total_rows;
     if (!valid[r]) row = 0;
-    int seg = 0;
-    if (EPILOGUE != kGemvGateUp) {
-      if (row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
-    }
+    const int seg = EPILOGUE == kGemvGateUp ? 0 : gemv_segment(p.rows, row);
 #pragma unroll
     for (int m = 0; m < kMats; ++m) wrow[r][m] = gemv_pick(p.w, EPILOGUE == kGemvGateUp ? m : seg) + static_cast<size_t>(row) * K;
   }
@@ -170,8 +177,8 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
       if (!valid[r]) continue;
-      int row = row0 + r, seg = 0;
-      if (EPILOGUE != kGemvGateUp && row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
+      int row = row0 + r;
+      const int seg = EPILOGUE == kGemvGateUp ? 0 : gemv_segment(p.rows, row);
 #pragma unroll
       for (int m = 0; m < kMats; ++m) {
         const T* bias = gemv_pick(p.bias, EPILOGUE == kGemvGateUp ? m : seg);
@@ -278,8 +285,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
       p.y[0][row] = from_float<OutT>(silu(gate) * up);
       continue;
     }
-    int seg = 0;
-    if (row >= p.rows[0]) { row -= p.rows[0]; seg = 1; if (row >= p.rows[1]) { row -= p.rows[1]; seg = 2; } }
+    const int seg = gemv_segment(p.rows, row);
     float v = acc[r][0] + bias_v[r][0];
     if (EPILOGUE == kGemvResidual) v += residual_v[r];
     gemv_pick(p.y, seg)[row] = from_float<OutT>(v);
