@@ -159,10 +159,8 @@ def compare(ours, ref):
 
 
 def hf_logits(ckpt: pathlib.Path, tokens, dtype, attn: str, device: str) -> np.ndarray:
-    import transformers
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    model = transformers.AutoModelForCausalLM.from_pretrained(ckpt, dtype=dtype, attn_implementation=attn).to(device).eval()
+    from hf_teacher_forced import load  # the reference loader the runtime check uses
+    model = load(ckpt, dtype, device, attn)
     with torch.inference_mode():
         out = model(torch.tensor([tokens], device=device)).logits[0].float().cpu().numpy()
     del model
