@@ -15,8 +15,9 @@
 // KV blocks does everything and writes the output directly (short contexts).
 // Cluster launch (CLUSTER, sm_90+): the SPLITS blocks of a kv head form one thread-block cluster and
 // combine their partials through distributed shared memory, so one launch does what the split launch
-// and its combine do, with no workspace. Keys per split follow len/SPLITS (at least CHUNK); blocks
-// past the valid keys still join the cluster's barriers with an empty partial.
+// and its combine do, with no workspace: every block stores its partial into block 0's shared memory
+// and leaves, block 0 waits at the cluster barrier and writes the output. Keys per split follow
+// len/SPLITS (at least CHUNK); blocks past the valid keys still store an empty partial.
 //
 // Programmatic dependent launch: the kernel places its own wait. Before it, a block reads only what
 // earlier kernels wrote: the position (the previous step's sampler) and the cache rows before it
@@ -68,25 +69,38 @@ __device__ __forceinline__ unsigned cluster_block_rank() {
   return rank;
 }
 
-// Every thread of every block of the cluster: shared-memory writes before it are visible after it.
-__device__ __forceinline__ void cluster_barrier() {
+// The cluster barrier in its two halves, called by every thread of a block (block-uniformly). A wait
+// returns once every thread of the cluster that has not exited has arrived at the current phase; a
+// thread may arrive and exit without waiting.
+// Arrival that only says "this block has started" (nothing to publish).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+// Arrival that publishes this thread's earlier shared-memory writes (local or remote).
+__device__ __forceinline__ void cluster_arrive_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
 
-// Reads the float at `local` (a shared-memory address of this block) in block `rank` of the cluster.
-__device__ __forceinline__ float load_cluster_shared(const float* local, unsigned rank) {
-  float v = 0.f;
+// Writes `v` to `local`'s address (a shared-memory variable of this kernel) in block `rank` of the
+// cluster: a store that does not wait for an answer, unlike a remote load.
+__device__ __forceinline__ void store_cluster_shared(float* local, unsigned rank, float v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(local));
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
 #else
-  v = *local;
+  *local = v;
 #endif
-  return v;
 }
 
 __device__ __forceinline__ int attention_decode_len(const int* pos, int L) {
@@ -199,14 +213,27 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   RotaryLane rotary;
   const bool rotate = PROLOGUE && p.inv_freq != nullptr;
   if (rotate) rotary_lane<D>(p.inv_freq, static_cast<float>(pos), li, rotary);
+  // A cluster's partials meet in block 0's shared memory, which the others may write only once it
+  // has started: this arrival (waited on just before those writes) says so, off the critical path.
+  if (CLUSTER) cluster_arrive_relaxed();
 
   wait_for_producer_grid();
   launch_dependent_grids();
 
+  // The producer's rows (the query, and the newest key and value) are all requested before any is
+  // used: one round trip to L2 instead of one per row.
+  const size_t newest_row = static_cast<size_t>(newest) * kRowStride;
+  uint4 q_raw[GROUP], k_raw = make_uint4(0, 0, 0, 0), v_newest = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) q_raw[g] = load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8);
+  if (has_new) {
+    k_raw = load16(PROLOGUE ? p.k_new + static_cast<size_t>(kv_head) * D + li * 8 : k_base + newest_row);
+    v_newest = load16(PROLOGUE ? p.v_new + static_cast<size_t>(kv_head) * D + li * 8 : v_base + newest_row);
+  }
   float qf[GROUP][8];
 #pragma unroll
   for (int g = 0; g < GROUP; ++g) {
-    unpack8<T>(load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8), qf[g]);
+    unpack8<T>(q_raw[g], qf[g]);
     if (PROLOGUE) attention_prologue_row<T, D>(qf[g], q_norm_w, qk_norm, rotary, rotate, p.norm_eps, li);
 #pragma unroll
     for (int e = 0; e < 8; ++e) qf[g][e] *= p.scale_log2;
@@ -214,12 +241,10 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   // The newest key and value row: computed here with the prologue (and written to the cache by one
   // key slot), otherwise written by the producer and read back.
   float k_newest[8];
-  uint4 v_newest = make_uint4(0, 0, 0, 0);
+  unpack8<T>(k_raw, k_newest);
   if (has_new) {
-    const size_t row = static_cast<size_t>(newest) * kRowStride;
+    const size_t row = newest_row;
     if (PROLOGUE) {
-      unpack8<T>(load16(p.k_new + static_cast<size_t>(kv_head) * D + li * 8), k_newest);
-      v_newest = load16(p.v_new + static_cast<size_t>(kv_head) * D + li * 8);
       attention_prologue_row<T, D>(k_newest, k_norm_w, qk_norm, rotary, rotate, p.norm_eps, li);
       if (key_slot == 0) {
         alignas(16) T k_row[8];
@@ -228,9 +253,6 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
         *reinterpret_cast<uint4*>(p.k_cache + row + static_cast<size_t>(kv_head) * D + li * 8) = *reinterpret_cast<const uint4*>(k_row);
         *reinterpret_cast<uint4*>(p.v_cache + row + static_cast<size_t>(kv_head) * D + li * 8) = v_newest;
       }
-    } else {
-      unpack8<T>(load16(k_base + row), k_newest);
-      v_newest = load16(v_base + row);
     }
   }
 
@@ -372,8 +394,11 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     }
   }
   __syncthreads();
-  __shared__ float cluster_ml[CLUSTER ? GROUP : 1][2];         // this block's partial, read by the cluster
-  __shared__ __align__(16) float cluster_acc[CLUSTER ? GROUP : 1][D];
+  // With a cluster, block 0 gathers every block's partial: [SPLITS][GROUP] (max, sum), [SPLITS][GROUP][D].
+  __shared__ float cluster_ml[CLUSTER ? SPLITS : 1][GROUP][2];
+  __shared__ __align__(16) float cluster_acc[CLUSTER ? SPLITS : 1][GROUP][D];
+  const unsigned rank = CLUSTER ? cluster_block_rank() : 0u;
+  if (CLUSTER) cluster_wait_acquire();  // every block of the cluster has started (the early arrival)
   for (int idx = threadIdx.x; idx < GROUP * D; idx += THREADS) {
     const int g = idx / D, d = idx % D;
     float m_all = kAttnNegBig;
@@ -388,10 +413,10 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     }
     const int head = kv_head * GROUP + g;
     if (CLUSTER) {
-      cluster_acc[g][d] = a_all;
+      store_cluster_shared(&cluster_acc[rank][g][d], 0, a_all);
       if (d == 0) {
-        cluster_ml[g][0] = m_all;
-        cluster_ml[g][1] = l_all;
+        store_cluster_shared(&cluster_ml[rank][g][0], 0, m_all);
+        store_cluster_shared(&cluster_ml[rank][g][1], 0, l_all);
       }
     } else if (SPLITS == 1) {
       p.out[static_cast<size_t>(head) * D + d] = from_float<T>(a_all / l_all);
@@ -405,30 +430,25 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     }
   }
   if (CLUSTER) {
-    // Block `rank` of the cluster writes outputs rank, rank + SPLITS, ... of the kv head's GROUP x D,
-    // each from the SPLITS partials; the second barrier keeps every block's shared memory alive
-    // until the others have read it.
-    cluster_barrier();
-    const unsigned rank = cluster_block_rank();
-    for (int idx = static_cast<int>(rank) * THREADS + threadIdx.x; idx < GROUP * D; idx += SPLITS * THREADS) {
+    // The others publish their stores to block 0 and leave (nothing reads their shared memory);
+    // block 0 waits for all of them and rescales the SPLITS partials from its own shared memory.
+    cluster_arrive_release();
+    if (rank != 0) return;
+    cluster_wait_acquire();
+    for (int idx = threadIdx.x; idx < GROUP * D; idx += THREADS) {
       const int g = idx / D, d = idx % D;
-      float ms[SPLITS];
       float m_all = kAttnNegBig;
 #pragma unroll
-      for (int r = 0; r < SPLITS; ++r) {
-        ms[r] = load_cluster_shared(&cluster_ml[g][0], r);
-        m_all = fmaxf(m_all, ms[r]);
-      }
+      for (int r = 0; r < SPLITS; ++r) m_all = fmaxf(m_all, cluster_ml[r][g][0]);
       float l_all = 0.f, a_all = 0.f;
 #pragma unroll
       for (int r = 0; r < SPLITS; ++r) {
-        const float f = exp2f(ms[r] - m_all);
-        l_all += load_cluster_shared(&cluster_ml[g][1], r) * f;
-        a_all += load_cluster_shared(&cluster_acc[g][d], r) * f;
+        const float f = exp2f(cluster_ml[r][g][0] - m_all);
+        l_all += cluster_ml[r][g][1] * f;
+        a_all += cluster_acc[r][g][d] * f;
       }
       p.out[static_cast<size_t>(kv_head * GROUP + g) * D + d] = from_float<T>(a_all / l_all);
     }
-    cluster_barrier();
   }
 }
 

@@ -51,6 +51,10 @@ double average(const std::array<double, N>& values) {
 }
 
 int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return threads / 32 * group * (D + 2) * 4; }
+// The cluster form also holds, in block 0, every block's partial of the kv head.
+int64_t cluster_shared_bytes(int64_t group, int64_t D, int64_t threads, int64_t splits) {
+  return split_shared_bytes(group, D, threads) + splits * group * (D + 2) * 4;
+}
 
 struct Schedule {
   int64_t threads, unroll, chunk, splits;
@@ -88,7 +92,8 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   const int64_t registers = (estimated_registers(group, s.unroll, s.prefetch) + 7) / 8 * 8;
   const int64_t resident = std::max<int64_t>(1, std::min({device.max_threads_per_sm / s.threads,
                                                           device.registers_per_sm / (s.threads * registers),
-                                                          device.shared_per_sm / split_shared_bytes(group, D, s.threads),
+                                                          device.shared_per_sm / (s.cluster ? cluster_shared_bytes(group, D, s.threads, s.splits)
+                                                                                    : split_shared_bytes(group, D, s.threads)),
                                                           int64_t{32}}));
   const double blocks_per_sm = std::min<double>(static_cast<double>(resident),
                                                 static_cast<double>(e.blocks) / device.multiprocessors);
@@ -100,7 +105,7 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   const int64_t keys_per_step = s.threads / (D / 8) * s.unroll;
   const double chain_us = 1.5 + 0.5 * static_cast<double>((keys + keys_per_step - 1) / keys_per_step);
   e.us = std::max(bytes / (bandwidth * efficiency), waves * chain_us) + 2.0;
-  if (s.cluster) e.us += 0.5;  // two cluster barriers and the reads of the other blocks' partials
+  if (s.cluster) e.us += 0.5;  // the cluster barrier and the partials stored to block 0
   else if (s.splits > 1) e.us += 2.0 + 2.0 * static_cast<double>(NH * splits * (D + 2) * 4) / bandwidth;
   e.ideal_us = bytes / bandwidth + 2.0;
   return e;
@@ -127,7 +132,10 @@ void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, cons
         winner = i;
       }
     }
-    if (choices.empty() || best_of_form.at(choices[winner].form) == winner) continue;
+    if (choices.empty()) continue;
+    // Already the best of its form, or already given a form of its own at a shorter length.
+    const auto best_of_its_form = best_of_form.find(choices[winner].form);
+    if (best_of_its_form == best_of_form.end() || best_of_its_form->second == winner) continue;
     choices[winner].form += "@" + std::to_string(lengths[l] / 1024) + "k";
     choices[winner].notes.push_back("best estimate at " + std::to_string(lengths[l] / 1024) + "k keys");
   }
@@ -239,6 +247,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
             if (!unroll_considered(group, unroll) || !fits(threads, unroll, prefetch)) continue;
             if (prefetch && unroll == 4) continue;
             for (int64_t splits : {int64_t{4}, kPortableClusterBlocks, kLargestClusterBlocks}) {
+              if (cluster_shared_bytes(group, D, threads, splits) > 48 * 1024) continue;
               Choice c;
               c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", 16}, {"splits", splits}, {"cluster", 1}};
               std::ostringstream note;
