@@ -38,8 +38,9 @@ __device__ __forceinline__ void wait_for_producer_grid() {
 // launch once every block of this grid has called it or exited. Its blocks then take free SM slots and
 // run up to their own wait, which still blocks until this whole grid has finished and flushed; so
 // calling it early is safe, and what a consumer does before its wait (loading weights) overlaps this
-// kernel. Generated kernels call it right after their wait: by then every block of the grid has
-// started, so the consumer's early blocks never keep this grid's blocks from being scheduled.
+// kernel. It takes effect only once every block of this grid has called it, so every block is already
+// resident then and the consumer's early blocks never keep this grid's blocks from being scheduled.
+// Most kernels call it right after their wait; the decode GEMVs call it before (gemv.cuh).
 __device__ __forceinline__ void launch_dependent_grids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" :::);

@@ -7,7 +7,9 @@
 // few rows and long K, e.g. down_proj N=2048, K=6144).
 // The first batch of weight loads (and the norm weights and biases) is issued before the programmatic-
 // dependent-launch wait (the template places its own wait), so it overlaps the kernel before it; the
-// residual row and the second batch right after the wait, before x is staged.
+// residual row and the second batch right after the wait, before x is staged. The kernel lets the next
+// one launch before its own wait, so that one's weight loads start as early as SM room allows
+// (Qwen3-1.7B decode on an H200: 1.069 -> 1.056 ms/token).
 // Epilogues: plain (optionally + bias), residual add, gate/up SiLU·mul (two weight matrices read
 // together), multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N).
 // Prologue (NORM): x is the input of an RMSNorm that the block applies while staging it, in the
@@ -189,8 +191,10 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
 
   // Everything above reads only weights, so under programmatic dependent launch it overlaps the
   // producer kernel; x (and the residual) are read only after the producer grid has finished.
-  wait_for_producer_grid();
+  // The next kernel may launch now: its blocks take the SM room this grid leaves and issue their own
+  // weight loads, so the stream of weights does not stop at this kernel's end.
   launch_dependent_grids();
+  wait_for_producer_grid();
 
   // The residual row is the producer's input, long written: its load goes out now, so its latency
   // hides behind the dot products instead of adding to the kernel's tail.
