@@ -52,7 +52,7 @@ ir::Module build_model(const std::string& config_path, ir::DType dtype) {
 }
 
 std::vector<plan::RegionPlan> plan_function(const ir::Module& module, const std::string& function_name, const std::string& device,
-                                            analysis::RegionPartition* partition_out = nullptr) {
+                                            analysis::RegionPartition* partition_out = nullptr, int max_candidates = plan::PlannerOptions{}.max_candidates) {
   const ir::Function* function = module.find_function(function_name);
   EXPECT_NE(function, nullptr) << function_name;
   if (!function) return {};
@@ -60,7 +60,9 @@ std::vector<plan::RegionPlan> plan_function(const ir::Module& module, const std:
   auto unique = analysis::unique_regions(module, *function, partition, {1, 2048});
   auto profile = plan::named_device_profile(device);
   EXPECT_TRUE(profile.has_value());
-  auto plans = plan::plan_function(module, *function, partition, unique, *profile, plan::PlannerOptions{});
+  plan::PlannerOptions options;
+  options.max_candidates = max_candidates;
+  auto plans = plan::plan_function(module, *function, partition, unique, *profile, options);
   if (partition_out) *partition_out = std::move(partition);
   return plans;
 }
@@ -284,6 +286,42 @@ TEST(AttentionReference, CompilesWithNvrtcForEveryHeadDimAndDtype) {
   auto results = codegen::compile_all(jobs, nvrtc_options("sm_90a"));
   ASSERT_TRUE(results.has_value()) << results.status().to_string();
   ASSERT_EQ(results->size(), jobs.size());
+  for (const auto& result : *results) EXPECT_TRUE(result.ok) << result.kernel << ":\n" << result.log;
+}
+
+// The cluster form of decode attention gathers every block's partial in block 0's static shared
+// memory, beside the per-warp partials: for wide GQA groups and large heads the space must drop the
+// clusters that would not fit in 48 KB (a Qwen3-8B-like 32 x 8 heads of 128 has some), keep the ones
+// that do, and those must compile. (The planner's throw when one schedule was the best estimate at two
+// context lengths is covered by AttentionReference.CompilesWithNvrtcForEveryHeadDimAndDtype, whose
+// head dims hit it.)
+TEST(AttentionDecodeFamily, ClusterPartialsFitStaticSharedMemory) {
+  auto include = codegen::cuda_include_dir();
+  std::vector<codegen::CompileJob> jobs;
+  struct Shape {
+    int64_t NH, KV, D;
+  };
+  for (const Shape shape : {Shape{32, 8, 128}, Shape{64, 8, 128}, Shape{32, 8, 64}, Shape{16, 16, 128}}) {
+    const std::string where = "NH=" + std::to_string(shape.NH) + " KV=" + std::to_string(shape.KV) + " D=" + std::to_string(shape.D);
+    const ir::Module module = attention_module(ir::DType::kBF16, shape.NH, shape.KV, shape.D);
+    const auto plans = plan_function(module, "decode", "h200", nullptr, 64);  // the whole space, not the kept 8
+    const plan::RegionPlan* plan = attention_plan(plans);
+    ASSERT_NE(plan, nullptr) << where;
+    const int64_t group = shape.NH / shape.KV;
+    for (const plan::Candidate* c : of_family(*plan, "attention_decode")) {
+      if (c->params.at("cluster") == 0) continue;
+      const int64_t row = group * (shape.D + 2) * 4;  // one partial: GROUP x (D accumulators + max + sum) floats
+      const int64_t static_bytes = (c->params.at("threads") / 32 + c->params.at("splits")) * row;
+      EXPECT_LE(static_bytes, 48 * 1024) << where << ": " << c->name();
+      auto source = codegen::render_source(*c);
+      ASSERT_TRUE(source.has_value()) << source.status().to_string();
+      jobs.push_back({c->name(), *source});
+    }
+  }
+  ASSERT_FALSE(jobs.empty()) << "no cluster candidate kept for any shape";
+  if (!include) GTEST_SKIP() << include.status().to_string();
+  auto results = codegen::compile_all(jobs, nvrtc_options("sm_90a"));
+  ASSERT_TRUE(results.has_value()) << results.status().to_string();
   for (const auto& result : *results) EXPECT_TRUE(result.ok) << result.kernel << ":\n" << result.log;
 }
 
