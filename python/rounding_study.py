@@ -32,6 +32,8 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
+import compare_logits  # python/, beside this script
+
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 HF = dict(norm_twice=True, qk_norm_round=True, rope_hf=True, mlp_round=True, residual_round=True,
@@ -153,9 +155,9 @@ class Model:
 
 
 def compare(ours, ref):
-    diff = np.abs(ours - ref).max(axis=1)
-    scale = np.abs(ref).max(axis=1)
-    return float((diff / scale).max()), int((ours.argmax(1) == ref.argmax(1)).sum())
+    """The worst row's max |a - b| / max |b|, and how many rows agree on top-1 (compare_logits.py's measures)."""
+    r = compare_logits.compare(ours, ref, max_rel=0.0)
+    return r["max_rel_row"], r["shape"][0] - r["top1_disagree_rows"]
 
 
 def hf_logits(ckpt: pathlib.Path, tokens, dtype, attn: str, device: str) -> np.ndarray:
