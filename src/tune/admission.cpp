@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/cuda_driver.h"
+#include "tune/device_sets.h"
+#include "tune/gpu_worker.h"
 #include "tune/library_calls.h"
 #include "tune/region_args.h"
 
@@ -26,95 +28,6 @@ namespace agentcompile::tune {
 namespace {
 
 using json = nlohmann::json;
-
-// Device copies of one case's buffers, bound into a RegionArgs.
-struct DeviceSet {
-  std::vector<DeviceBuffer> inputs, params, states, outputs;
-  DeviceBuffer workspace;
-  RegionArgs args;
-};
-
-// Weights uploaded once per worker and shared by every case (they can be 0.6 GB: an lm_head), and
-// the random inputs each timing size uses, drawn once per worker rather than once per candidate.
-struct SharedWeights {
-  const std::vector<TestTensor>* host = nullptr;
-  std::vector<DeviceBuffer> device;
-  std::map<std::tuple<int64_t, int64_t, int32_t>, RegionCase> timing_data;
-};
-
-// Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
-Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,
-                               const RegionBindings& bindings, const SharedWeights* shared = nullptr) {
-  DeviceSet set;
-  auto upload = [](const TestTensor& t) -> Expected<DeviceBuffer> {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
-    if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()));
-    return buffer;
-  };
-  for (const auto& t : c.inputs) {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
-    set.inputs.push_back(std::move(b));
-  }
-  if (!shared) {
-    for (const auto& t : *c.params) {
-      AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
-      set.params.push_back(std::move(b));
-    }
-  }
-  for (const auto& t : c.states) {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
-    set.states.push_back(std::move(b));
-  }
-  for (size_t o = 0; o < layout.outputs.size(); ++o) {
-    if (layout.output_state[o] >= 0) {
-      set.outputs.emplace_back();
-      continue;
-    }
-    int64_t count = 1;
-    for (int64_t size : layout.symbols.resolve(layout.outputs[o].shape)) count *= size;
-    AC_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(std::max<size_t>(16, static_cast<size_t>(count) * ir::dtype_size(layout.outputs[o].dtype))));
-    set.outputs.push_back(std::move(b));
-  }
-  const int64_t workspace = candidate.workspace_bytes_per_token * bindings.T + candidate.workspace_bytes_fixed;
-  AC_ASSIGN_OR_RETURN(set.workspace, DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(workspace, 16))));
-  for (size_t i = 0; i < set.inputs.size(); ++i) set.args.in[i] = set.inputs[i].get();
-  if (shared)
-    for (size_t i = 0; i < shared->device.size(); ++i) set.args.w[i] = shared->device[i].get();
-  else
-    for (size_t i = 0; i < set.params.size(); ++i) set.args.w[i] = set.params[i].get();
-  for (size_t i = 0; i < set.states.size(); ++i) set.args.state[i] = set.states[i].get();
-  for (size_t o = 0; o < set.outputs.size(); ++o)
-    set.args.out[o] = layout.output_state[o] >= 0 ? set.states[static_cast<size_t>(layout.output_state[o])].get() : set.outputs[o].get();
-  set.args.workspace = set.workspace.get();
-  set.args.T = static_cast<int32_t>(bindings.T);
-  set.args.L = static_cast<int32_t>(bindings.L);
-  return set;
-}
-
-struct LoadedCandidate {
-  std::unique_ptr<CudaModule> module;  // null for library-only candidates
-  std::vector<CUfunction> functions;   // per launch; null for library launches
-  LibraryRunner* library = nullptr;
-};
-
-// `programmatic`: generated kernels launch as the runtime launches them on sm_90+ (programmatic
-// dependent launch), so what a kernel does before its producer wait overlaps the launch before it.
-Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
-                    const RegionBindings& bindings, CUstream stream, bool programmatic = false) {
-  for (size_t l = 0; l < candidate.launches.size(); ++l) {
-    const plan::Launch& launch = candidate.launches[l];
-    if (launch.library) {
-      if (!loaded.library) return error(ErrorCode::kInternal, "no library runner for " + launch.kernel);
-      AC_TRY(loaded.library->run(launch, candidate.match, args));
-      continue;
-    }
-    AC_TRY(launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
-                         static_cast<unsigned>(launch.grid_y.at(bindings.T)), static_cast<unsigned>(launch.grid_z.at(bindings.T)),
-                         static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args,
-                         programmatic));
-  }
-  return Status::ok();
-}
 
 // Times one candidate at one size: rotates through enough buffer sets (random data) that a set's
 // bytes have left L2 when it comes round again; events bracket every repetition. Launches are
@@ -199,23 +112,9 @@ CandidateResult validate_and_time(CudaContext& ctx, LibraryRunner* library, Shar
     r.rejection = (fault ? "fault: " : "") + status.message();
     return r;
   };
-  LoadedCandidate loaded;
-  loaded.library = library;
-  if (compiled.ok) {
-    auto module = CudaModule::load(compiled.cubin, candidate.name());
-    if (!module) return fail(module.status(), false);
-    loaded.module = std::move(*module);
-  }
-  for (const auto& launch : candidate.launches) {
-    if (launch.library) {
-      loaded.functions.push_back(nullptr);
-      continue;
-    }
-    if (!loaded.module) return fail(error(ErrorCode::kInternal, launch.kernel + " was not compiled"), false);
-    auto function = loaded.module->function(launch.kernel);
-    if (!function) return fail(function.status(), false);
-    loaded.functions.push_back(*function);
-  }
+  auto load = load_candidate(candidate, compiled.cubin, compiled.ok, library);
+  if (!load) return fail(load.status(), false);
+  const LoadedCandidate& loaded = *load;
 
   for (const RegionCase& c : cases) {
     auto set = upload_set(layout, c, candidate, bindings, &weights);
@@ -331,14 +230,6 @@ bool runnable(const plan::Candidate& candidate, const codegen::CompileResult& co
   return true;
 }
 
-void write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
 
 // The worker: runs candidates [first, end) and reports one JSON line each; exits at the first fault.
 [[noreturn]] void worker_main(int fd, size_t first, const ir::Module& region_module, const RegionLayout& layout, const std::vector<RegionCase>& cases,
@@ -472,44 +363,6 @@ Expected<std::vector<CandidateResult>> admit_candidates(const ir::Module& region
   return results;
 }
 
-namespace {
-
-// Runs `body` in a forked child and returns what it printed as its single result line.
-Expected<std::string> run_forked(const std::function<Expected<std::string>()>& body, double timeout_s) {
-  int fds[2];
-  if (pipe(fds) != 0) return error(ErrorCode::kIo, "pipe() failed");
-  const pid_t pid = fork();
-  if (pid < 0) return error(ErrorCode::kIo, "fork() failed");
-  if (pid == 0) {
-    close(fds[0]);
-    auto out = body();
-    write_all(fds[1], out ? "OK " + *out : "ERROR " + out.status().to_string());
-    _exit(out ? 0 : 1);
-  }
-  close(fds[1]);
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (true) {
-    pollfd pfd{fds[0], POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0 || poll(&pfd, 1, static_cast<int>(left)) == 0) {
-      kill(pid, SIGKILL);
-      break;
-    }
-    char chunk[4096];
-    const ssize_t n = read(fds[0], chunk, sizeof(chunk));
-    if (n <= 0) break;
-    text.append(chunk, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
-  if (text.rfind("OK ", 0) == 0) return text.substr(3);
-  if (text.rfind("ERROR ", 0) == 0) return error(ErrorCode::kUnsupported, text.substr(6));
-  return error(ErrorCode::kInternal, "GPU worker died without an answer");
-}
-
-}  // namespace
 
 Expected<DeviceInfo> probe_device() {
   AC_ASSIGN_OR_RETURN(std::string text, run_forked([]() -> Expected<std::string> {

@@ -1,0 +1,94 @@
+// Device buffer sets and candidate launches (see device_sets.h).
+#include "tune/device_sets.h"
+
+namespace agentcompile::tune {
+
+// Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
+Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,
+                               const RegionBindings& bindings, const SharedWeights* shared) {
+  DeviceSet set;
+  auto upload = [](const TestTensor& t) -> Expected<DeviceBuffer> {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
+    if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()));
+    return buffer;
+  };
+  for (const auto& t : c.inputs) {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    set.inputs.push_back(std::move(b));
+  }
+  if (!shared) {
+    for (const auto& t : *c.params) {
+      AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+      set.params.push_back(std::move(b));
+    }
+  }
+  for (const auto& t : c.states) {
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    set.states.push_back(std::move(b));
+  }
+  for (size_t o = 0; o < layout.outputs.size(); ++o) {
+    if (layout.output_state[o] >= 0) {
+      set.outputs.emplace_back();
+      continue;
+    }
+    int64_t count = 1;
+    for (int64_t size : layout.symbols.resolve(layout.outputs[o].shape)) count *= size;
+    AC_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(std::max<size_t>(16, static_cast<size_t>(count) * ir::dtype_size(layout.outputs[o].dtype))));
+    set.outputs.push_back(std::move(b));
+  }
+  const int64_t workspace = candidate.workspace_bytes_per_token * bindings.T + candidate.workspace_bytes_fixed;
+  AC_ASSIGN_OR_RETURN(set.workspace, DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(workspace, 16))));
+  for (size_t i = 0; i < set.inputs.size(); ++i) set.args.in[i] = set.inputs[i].get();
+  if (shared)
+    for (size_t i = 0; i < shared->device.size(); ++i) set.args.w[i] = shared->device[i].get();
+  else
+    for (size_t i = 0; i < set.params.size(); ++i) set.args.w[i] = set.params[i].get();
+  for (size_t i = 0; i < set.states.size(); ++i) set.args.state[i] = set.states[i].get();
+  for (size_t o = 0; o < set.outputs.size(); ++o)
+    set.args.out[o] = layout.output_state[o] >= 0 ? set.states[static_cast<size_t>(layout.output_state[o])].get() : set.outputs[o].get();
+  set.args.workspace = set.workspace.get();
+  set.args.T = static_cast<int32_t>(bindings.T);
+  set.args.L = static_cast<int32_t>(bindings.L);
+  return set;
+}
+
+Expected<LoadedCandidate> load_candidate(const plan::Candidate& candidate, const std::vector<char>& cubin, bool compiled,
+                                         LibraryRunner* library) {
+  LoadedCandidate loaded;
+  loaded.library = library;
+  if (compiled) {
+    AC_ASSIGN_OR_RETURN(loaded.module, CudaModule::load(cubin, candidate.name()));
+  }
+  for (const auto& launch : candidate.launches) {
+    if (launch.library) {
+      loaded.functions.push_back(nullptr);
+      continue;
+    }
+    if (!loaded.module) return error(ErrorCode::kInternal, launch.kernel + " was not compiled");
+    AC_ASSIGN_OR_RETURN(CUfunction function, loaded.module->function(launch.kernel));
+    loaded.functions.push_back(function);
+  }
+  return loaded;
+}
+
+// `programmatic`: generated kernels launch as the runtime launches them on sm_90+ (programmatic
+// dependent launch), so what a kernel does before its producer wait overlaps the launch before it.
+Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
+                    const RegionBindings& bindings, CUstream stream, bool programmatic) {
+  for (size_t l = 0; l < candidate.launches.size(); ++l) {
+    const plan::Launch& launch = candidate.launches[l];
+    if (launch.library) {
+      if (!loaded.library) return error(ErrorCode::kInternal, "no library runner for " + launch.kernel);
+      AC_TRY(loaded.library->run(launch, candidate.match, args));
+      continue;
+    }
+    AC_TRY(launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
+                         static_cast<unsigned>(launch.grid_y.at(bindings.T)), static_cast<unsigned>(launch.grid_z.at(bindings.T)),
+                         static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args,
+                         programmatic));
+  }
+  return Status::ok();
+}
+
+
+}  // namespace agentcompile::tune

@@ -1,0 +1,54 @@
+// A region's buffers on the device and its candidates' launches, shared by admission (one candidate
+// at a time) and sequence timing (several regions' kernels in one chain).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "agentcompile/status.h"
+#include "plan/candidate.h"
+#include "tune/cuda_driver.h"
+#include "tune/library_calls.h"
+#include "tune/region_args.h"
+#include "tune/region_cases.h"
+
+namespace agentcompile::tune {
+
+// Device copies of one case's buffers, bound into a RegionArgs.
+struct DeviceSet {
+  std::vector<DeviceBuffer> inputs, params, states, outputs;
+  DeviceBuffer workspace;
+  RegionArgs args;
+};
+
+// Weights uploaded once per worker and shared by every case (they can be 0.6 GB: an lm_head), and
+// the random inputs each timing size uses, drawn once per worker rather than once per candidate.
+struct SharedWeights {
+  const std::vector<TestTensor>* host = nullptr;
+  std::vector<DeviceBuffer> device;
+  std::map<std::tuple<int64_t, int64_t, int32_t>, RegionCase> timing_data;
+};
+
+// Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
+Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,
+                               const RegionBindings& bindings, const SharedWeights* shared = nullptr);
+
+struct LoadedCandidate {
+  std::unique_ptr<CudaModule> module;  // null for library-only candidates
+  std::vector<CUfunction> functions;   // per launch; null for library launches
+  LibraryRunner* library = nullptr;
+};
+
+// Loads a candidate's cubin (when it has generated launches) and its functions; library launches
+// get a null function and run through `library`.
+Expected<LoadedCandidate> load_candidate(const plan::Candidate& candidate, const std::vector<char>& cubin, bool compiled,
+                                         LibraryRunner* library);
+
+// `programmatic`: generated kernels launch as the runtime launches them on sm_90+ (programmatic
+// dependent launch), so what a kernel does before its producer wait overlaps the launch before it.
+Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
+                    const RegionBindings& bindings, CUstream stream, bool programmatic = false);
+
+}  // namespace agentcompile::tune
