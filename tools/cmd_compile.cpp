@@ -50,6 +50,8 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--device-profile", options->device_profile,
                   "Compile for a named GPU (h100, h200, a100) without using one: compile only");
   cmd->add_flag("--no-gpu", options->no_gpu, "Do not validate or time even if a GPU is present");
+  cmd->add_flag("--no-context-tuning", [options](int64_t) { options->context_tuning = false; },
+                "Keep the decode layer's picks made with each kernel timed alone (no timing of the layer as a chain)");
   cmd->add_option("--max-candidates", options->max_candidates, "Candidates per region")->check(CLI::Range(1, 64));
   cmd->add_flag("--dump-ir", options->dump_ir, "Write the IR and the region listings into OUT/ir");
   cmd->add_flag("--force", options->force, "Recompile even when an up-to-date artifact exists");

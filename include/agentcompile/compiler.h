@@ -46,6 +46,7 @@ struct CompileOptions {
   int seeds = 3;                      // validation seeds (x 2 input distributions)
   int repetitions = 30;               // timed repetitions per candidate and bucket
   bool verbose = false;               // a progress line per advisor exchange, with its reply
+  bool context_tuning = true;         // re-pick the decode layer's kernels timed as a chain of the layer (driver/context_tuning.h)
   // Ablations (BENCHMARK.md): what the compiler may not do.
   bool unfused = false;               // no norm or attention prologues, matmul epilogues or horizontal matmul fusion
   bool library_matmuls = false;       // matmul regions run the cuBLAS fallback only (no generated GEMV/GEMM)

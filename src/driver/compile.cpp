@@ -20,6 +20,7 @@
 #include "analysis/summary.h"
 #include "codegen/embedded_kernels.h"
 #include "codegen/render.h"
+#include "driver/context_tuning.h"
 #include "driver/search.h"
 #include "emit/artifact.h"
 #include "frontend/model_builder.h"
@@ -189,7 +190,7 @@ json result_options(const CompileOptions& o, bool gpu) {
     if (o.advisor.backend == "openai" || o.advisor.backend == "anthropic") advisor["model"] = o.advisor.model;
   }
   return {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
-          {"advisor", advisor}, {"search_budget", o.search.budget}, {"unfused", o.unfused}, {"library_matmuls", o.library_matmuls},
+          {"advisor", advisor}, {"search_budget", o.search.budget}, {"unfused", o.unfused}, {"library_matmuls", o.library_matmuls}, {"context_tuning", o.context_tuning},
           {"ablate_advisor", o.search.ablate_advisor ? json{{"budgets", o.search.ablate_budgets}, {"seed", o.search.ablate_seed}} : json(false)}};
 }
 
@@ -442,6 +443,11 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                (region.search.exhaustive ? "" : ", budget " + std::to_string(region.search.budget)) + "); " + region.selections.front().reason);
     }
     progress("[4/5] admit: " + std::to_string(validated) + " candidates validated in " + fixed(seconds_since(stage)) + " s");
+    if (options.context_tuning)
+      driver::tune_layers_in_context(module, artifact, [](const emit::CompiledRegion& region, const emit::Bucket& bucket, size_t index) {
+        const bool per_bucket = timed_per_bucket(region.plan.function, region.plan.summary);
+        return std::make_pair(timing_bindings(region.plan.function, bucket, per_bucket), per_bucket ? index : size_t{0});
+      }, progress);
   } else {
     for (auto& region : artifact.regions) {
       const auto& f = *std::find_if(artifact.functions.begin(), artifact.functions.end(),

@@ -98,6 +98,7 @@ struct Artifact {
   nlohmann::json advice_record;    // advice.json; null without an advisor
   nlohmann::json ablation;         // ablation.json; null unless --ablate-advisor
   std::string ablation_table;      // the ablation as text (report.md and the CLI)
+  nlohmann::json context_tuning;   // per decode bucket: the layer timed as a chain (driver/context_tuning.h); null: not run
 };
 
 // Writes the artifact directory (replacing a previous one's files); errors name the path.

@@ -140,6 +140,7 @@ json artifact_metadata(const Artifact& a) {
   meta["options"] = a.options;
   meta["gpu_used"] = a.gpu_used;
   meta["advisor"] = a.advisor;
+  if (!a.context_tuning.is_null()) meta["context_tuning"] = a.context_tuning;
   meta["compile_seconds"] = {{"analyze", a.times.analyze_s}, {"plan", a.times.plan_s}, {"generate", a.times.generate_s},
                              {"admit", a.times.admit_s}, {"emit", a.times.emit_s}, {"total", a.times.total_s}};
   meta["functions"] = json::object();

@@ -1,0 +1,164 @@
+// The decode layer's picks, made in the chain of the layer's kernels (see context_tuning.h).
+#include "driver/context_tuning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "analysis/extract.h"
+#include "tune/sequence_timing.h"
+
+namespace agentcompile::driver {
+
+namespace {
+
+std::string us_text(double us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f us", us);
+  return text;
+}
+
+// The artifact's regions that make up one layer of `f`: those with the most sites (more than one),
+// in the order of their first site.
+std::vector<size_t> layer_regions(const emit::Artifact& artifact, const emit::CompiledFunction& f) {
+  std::map<size_t, size_t> sites;       // artifact region -> sites
+  std::map<size_t, size_t> first_site;  // artifact region -> first site
+  for (size_t site = 0; site < f.unique_of_region.size(); ++site) {
+    const int r = f.unique_of_region[site];
+    if (r < 0) continue;
+    ++sites[static_cast<size_t>(r)];
+    first_site.emplace(static_cast<size_t>(r), site);
+  }
+  size_t most = 0;
+  for (const auto& [r, n] : sites) most = std::max(most, n);
+  std::vector<size_t> layer;
+  if (most < 2) return layer;
+  for (const auto& [r, n] : sites)
+    if (n == most && !artifact.regions[r].plan.candidates.empty()) layer.push_back(r);
+  std::sort(layer.begin(), layer.end(), [&](size_t a, size_t b) { return first_site.at(a) < first_site.at(b); });
+  return layer;
+}
+
+bool has_library_launch(const plan::Candidate& c) {
+  return std::any_of(c.launches.begin(), c.launches.end(), [](const plan::Launch& l) { return l.library; });
+}
+
+// Alternatives of a region at a timing index: validated, generated, within the slack of the best,
+// fastest first, the current pick always among them (first when it is the fastest).
+std::vector<int> alternatives_of(const emit::CompiledRegion& region, size_t timing, int current) {
+  std::vector<std::pair<double, int>> timed;
+  for (size_t i = 0; i < region.results.size(); ++i) {
+    const auto& r = region.results[i];
+    if (!r.validated || r.timings.size() <= timing || has_library_launch(region.plan.candidates[i])) continue;
+    timed.emplace_back(r.timings[timing].median_us, static_cast<int>(i));
+  }
+  std::sort(timed.begin(), timed.end());
+  std::vector<int> out;
+  if (timed.empty()) return out;
+  const double bar = timed.front().first * (1.0 + kAlternativeSlack);
+  for (const auto& [us, i] : timed)
+    if ((us <= bar && out.size() < kMaxAlternatives) || i == current) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ProgressFn& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const auto f = std::find_if(artifact.functions.begin(), artifact.functions.end(), [](const emit::CompiledFunction& fn) { return fn.name == "decode"; });
+  const ir::Function* function = module.find_function("decode");
+  if (f == artifact.functions.end() || !function) return;
+  const std::vector<size_t> layer = layer_regions(artifact, *f);
+  if (layer.size() < 2) return;
+
+  // The region modules, extracted once (the steps point into this).
+  std::vector<ir::Module> modules;
+  modules.reserve(layer.size());
+  for (size_t r : layer) {
+    const auto& site = f->partition.regions[static_cast<size_t>(artifact.regions[r].plan.sites.front())];
+    auto extracted = analysis::extract_region(module, *function, site);
+    if (!extracted) {
+      say("[4/5] in context: skipped: " + extracted.status().to_string());
+      return;
+    }
+    modules.push_back(std::move(*extracted));
+  }
+
+  nlohmann::json record = nlohmann::json::array();
+  for (size_t b = 0; b < f->buckets.size(); ++b) {
+    const auto started = std::chrono::steady_clock::now();
+    const emit::Bucket& bucket = f->buckets[b];
+    std::vector<tune::SequenceStep> steps;
+    std::vector<std::vector<int>> candidate_of;  // per step: alternative -> candidate index
+    std::vector<int> start;
+    std::string skip;
+    for (size_t k = 0; k < layer.size() && skip.empty(); ++k) {
+      const emit::CompiledRegion& region = artifact.regions[layer[k]];
+      if (region.selections.size() <= b || region.selections[b].candidate < 0) {
+        skip = region.id + " has no pick";
+        break;
+      }
+      const int current = region.selections[b].candidate;
+      if (has_library_launch(region.plan.candidates[static_cast<size_t>(current)])) {
+        skip = region.id + " runs a library call";
+        break;
+      }
+      const auto [bindings, timing] = timing_at(region, bucket, b);
+      const std::vector<int> alternatives = alternatives_of(region, timing, current);
+      tune::SequenceStep step;
+      step.region = region.id;
+      step.region_module = &modules[k];
+      step.bindings = bindings;
+      for (int i : alternatives) {
+        step.alternatives.push_back(region.plan.candidates[static_cast<size_t>(i)]);
+        step.compiled.push_back(region.compiled[static_cast<size_t>(i)]);
+      }
+      start.push_back(static_cast<int>(std::find(alternatives.begin(), alternatives.end(), current) - alternatives.begin()));
+      candidate_of.push_back(alternatives);
+      steps.push_back(std::move(step));
+    }
+    if (!skip.empty()) {
+      say("[4/5] in context (" + bucket.name + "): skipped: " + skip);
+      continue;
+    }
+    auto result = tune::tune_sequence(steps, start, tune::SequenceOptions{});
+    if (!result) {
+      say("[4/5] in context (" + bucket.name + "): kept the picks made alone: " + result.status().to_string());
+      record.push_back({{"bucket", bucket.name}, {"error", result.status().to_string()}});
+      continue;
+    }
+    nlohmann::json changes = nlohmann::json::array();
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const int before = candidate_of[k][static_cast<size_t>(result->start[k])];
+      const int after = candidate_of[k][static_cast<size_t>(result->best[k])];
+      if (before == after) continue;
+      emit::CompiledRegion& region = artifact.regions[layer[k]];
+      const size_t timing = timing_at(region, bucket, b).second;
+      region.selections[b].candidate = after;
+      region.selections[b].reason = "fastest in the layer's chain: " + us_text(result->start_us) + " -> " + us_text(result->best_us) +
+                                    " per layer (alone " + us_text(region.results[static_cast<size_t>(after)].timings[timing].median_us) +
+                                    " vs " + us_text(region.results[static_cast<size_t>(before)].timings[timing].median_us) + " for " +
+                                    region.plan.candidates[static_cast<size_t>(before)].name() + ")";
+      changes.push_back({{"region", region.id}, {"from", region.plan.candidates[static_cast<size_t>(before)].name()},
+                         {"to", region.plan.candidates[static_cast<size_t>(after)].name()}});
+    }
+    nlohmann::json regions = nlohmann::json::array();
+    for (size_t k = 0; k < steps.size(); ++k) {
+      nlohmann::json names = nlohmann::json::array();
+      for (const auto& c : steps[k].alternatives) names.push_back(c.name());
+      regions.push_back({{"region", steps[k].region}, {"alternatives", names}});
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    record.push_back({{"bucket", bucket.name}, {"regions", regions}, {"start_us", result->start_us}, {"best_us", result->best_us},
+                      {"trials", result->trials.size()}, {"changes", changes}, {"seconds", seconds}});
+    say("[4/5] in context (" + bucket.name + "): layer " + us_text(result->start_us) + " with the picks made alone, " +
+        us_text(result->best_us) + " after " + std::to_string(result->trials.size()) + " chains; " + std::to_string(changes.size()) +
+        " pick(s) changed");
+  }
+  artifact.context_tuning = record;
+}
+
+}  // namespace agentcompile::driver

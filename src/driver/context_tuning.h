@@ -1,0 +1,30 @@
+// After admission: the decode layer's kernels chosen in their chain (tune/sequence_timing.h).
+//
+// The unit is the decode function's layer: the regions with the most sites (one per layer), in site
+// order. For each decode bucket, each such region offers its validated generated candidates within
+// kAlternativeSlack of its best time alone (at most kMaxAlternatives, fastest first); the descent
+// starts from the picks made alone and replaces a pick only where the whole layer gets faster. What
+// was timed and changed goes to artifact.context_tuning (metadata.json, report.md). A failure leaves
+// the picks made alone and is reported, not fatal.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "agentcompile/compiler.h"
+#include "emit/artifact.h"
+#include "ir/graph.h"
+#include "tune/region_cases.h"
+
+namespace agentcompile::driver {
+
+constexpr double kAlternativeSlack = 0.15;
+constexpr size_t kMaxAlternatives = 4;
+
+// The bindings a region was timed at for a bucket, and which of its timings that is.
+using TimingAt = std::function<std::pair<tune::RegionBindings, size_t>(const emit::CompiledRegion& region, const emit::Bucket& bucket,
+                                                                       size_t bucket_index)>;
+
+void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ProgressFn& progress);
+
+}  // namespace agentcompile::driver

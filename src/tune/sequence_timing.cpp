@@ -1,0 +1,185 @@
+// Chains of region kernels timed together, and the descent over their alternatives (see
+// sequence_timing.h).
+#include "tune/sequence_timing.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/cuda_driver.h"
+#include "tune/device_sets.h"
+#include "tune/driver_api.h"
+#include "tune/gpu_worker.h"
+
+namespace agentcompile::tune {
+
+namespace {
+
+using json = nlohmann::json;
+
+// One step's data in the worker: `repeats` buffer sets (each with its own weights) and every
+// alternative loaded.
+struct StepOnDevice {
+  std::vector<DeviceSet> sets;
+  std::vector<LoadedCandidate> loaded;
+};
+
+// A graph of `repeats` units (each step's chosen kernel, in order, on that repeat's buffers), owned
+// for one measurement.
+class UnitGraph {
+ public:
+  ~UnitGraph() {
+    if (exec_) driver_api()->GraphExecDestroy(exec_);
+    if (graph_) driver_api()->GraphDestroy(graph_);
+  }
+  Status capture(CUstream stream, const std::function<Status()>& body) {
+    const DriverApi& api = *driver_api();
+    AC_CU(api.StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture(sequence)");
+    const Status enqueued = body();
+    const CUresult ended = api.StreamEndCapture(stream, &graph_);
+    AC_TRY(enqueued.with_context("capturing the sequence"));
+    AC_CU(ended, "cuStreamEndCapture(sequence)");
+    AC_CU(api.GraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate(sequence)");
+    return Status::ok();
+  }
+  Status launch(CUstream stream) { return cuda_status(driver_api()->GraphLaunch(exec_, stream), "cuGraphLaunch(sequence)"); }
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<StepOnDevice>& device,
+                                     const std::vector<int>& choice, const SequenceOptions& options) {
+  const bool programmatic = ctx.info().sm_major >= 9;
+  UnitGraph graph;
+  AC_TRY(graph.capture(ctx.stream(), [&]() -> Status {
+    for (int r = 0; r < options.repeats; ++r)
+      for (size_t s = 0; s < steps.size(); ++s) {
+        const size_t a = static_cast<size_t>(choice[s]);
+        AC_TRY(run_launches(steps[s].alternatives[a], device[s].loaded[a], device[s].sets[static_cast<size_t>(r)].args, steps[s].bindings,
+                            ctx.stream(), programmatic)
+                   .with_context(steps[s].region + " " + steps[s].alternatives[a].name()));
+      }
+    return Status::ok();
+  }));
+  for (int w = 0; w < 3; ++w) AC_TRY(graph.launch(ctx.stream()));
+  AC_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::create());
+  AC_ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::create());
+  std::vector<double> us;
+  for (int i = 0; i < options.replays; ++i) {
+    AC_TRY(start.record(ctx.stream()));
+    AC_TRY(graph.launch(ctx.stream()));
+    AC_TRY(stop.record(ctx.stream()));
+    AC_ASSIGN_OR_RETURN(float ms, stop.elapsed_since(start));
+    us.push_back(ms * 1000.0 / options.repeats);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options) {
+  AC_ASSIGN_OR_RETURN(auto ctx, CudaContext::create());
+  std::vector<StepOnDevice> device(steps.size());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const SequenceStep& step = steps[s];
+    AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(*step.region_module, step.bindings));
+    const RegionCase data = random_case(*step.region_module, layout, step.bindings, random_weights(*step.region_module, layout), 1,
+                                        Distribution::kNormal);
+    // Every alternative runs on the same buffers: the workspace is the largest any of them needs.
+    const plan::Candidate* widest = &step.alternatives.front();
+    auto workspace = [&](const plan::Candidate& c) { return c.workspace_bytes_per_token * step.bindings.T + c.workspace_bytes_fixed; };
+    for (const auto& c : step.alternatives)
+      if (workspace(c) > workspace(*widest)) widest = &c;
+    for (int r = 0; r < options.repeats; ++r) {
+      AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layout, data, *widest, step.bindings));
+      device[s].sets.push_back(std::move(set));
+    }
+    for (size_t a = 0; a < step.alternatives.size(); ++a) {
+      AC_ASSIGN_OR_RETURN(LoadedCandidate loaded, load_candidate(step.alternatives[a], step.compiled[a].cubin, step.compiled[a].ok, nullptr));
+      device[s].loaded.push_back(std::move(loaded));
+    }
+  }
+  std::vector<int> counts;
+  for (const auto& step : steps) counts.push_back(static_cast<int>(step.alternatives.size()));
+  AC_ASSIGN_OR_RETURN(SequenceResult result, descend(counts, start, [&](const std::vector<int>& choice) {
+    return time_unit_on_device(*ctx, steps, device, choice, options);
+  }, options));
+  json trials = json::array();
+  for (const auto& t : result.trials) trials.push_back({{"choice", t.choice}, {"unit_us", t.unit_us}});
+  return json{{"start", result.start}, {"best", result.best}, {"start_us", result.start_us}, {"best_us", result.best_us}, {"trials", trials}}.dump();
+}
+
+}  // namespace
+
+Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std::vector<int>& start, const UnitTimer& time_unit,
+                                 const SequenceOptions& options) {
+  if (alternatives.size() != start.size() || alternatives.empty())
+    return error(ErrorCode::kInvalidArgument, "a sequence needs one starting choice per step");
+  for (size_t s = 0; s < start.size(); ++s)
+    if (start[s] < 0 || start[s] >= alternatives[s])
+      return error(ErrorCode::kInvalidArgument, "step " + std::to_string(s) + " starts at alternative " + std::to_string(start[s]) + " of " +
+                                                    std::to_string(alternatives[s]));
+  SequenceResult result;
+  result.start = start;
+  auto measure = [&](const std::vector<int>& choice) -> Expected<double> {
+    AC_ASSIGN_OR_RETURN(double us, time_unit(choice));
+    result.trials.push_back({choice, us});
+    return us;
+  };
+  std::vector<int> current = start;
+  AC_ASSIGN_OR_RETURN(double current_us, measure(current));
+  result.start_us = current_us;
+  for (int pass = 0; pass < options.passes; ++pass) {
+    bool changed = false;
+    for (size_t s = 0; s < current.size(); ++s) {
+      int best = current[s];
+      double best_us = current_us;
+      for (int a = 0; a < alternatives[s]; ++a) {
+        if (a == current[s]) continue;
+        std::vector<int> trial = current;
+        trial[s] = a;
+        AC_ASSIGN_OR_RETURN(double us, measure(trial));
+        if (us < best_us) best = a, best_us = us;
+      }
+      if (best != current[s] && best_us < current_us * (1.0 - options.min_gain)) {
+        current[s] = best;
+        current_us = best_us;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  result.best = current;
+  result.best_us = current_us;
+  if (current != start) {
+    // The start and the result once more, back to back: the reported gain is one measured under the
+    // same conditions, and a result that does not hold up is dropped.
+    AC_ASSIGN_OR_RETURN(result.start_us, measure(start));
+    AC_ASSIGN_OR_RETURN(result.best_us, measure(current));
+    if (result.best_us >= result.start_us * (1.0 - options.min_gain)) {
+      result.best = start;
+      result.best_us = result.start_us;
+    }
+  }
+  return result;
+}
+
+Expected<SequenceResult> tune_sequence(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options) {
+  for (const auto& step : steps)
+    if (!step.region_module || step.alternatives.empty() || step.alternatives.size() != step.compiled.size())
+      return error(ErrorCode::kInvalidArgument, "sequence step " + step.region + " has no alternatives or no region module");
+  AC_ASSIGN_OR_RETURN(std::string text, run_forked([&]() { return tune_in_worker(steps, start, options); }, options.timeout_s));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return error(ErrorCode::kInternal, "the sequence worker returned malformed JSON");
+  SequenceResult result;
+  result.start = j.value("start", std::vector<int>{});
+  result.best = j.value("best", std::vector<int>{});
+  result.start_us = j.value("start_us", 0.0);
+  result.best_us = j.value("best_us", 0.0);
+  for (const auto& t : j["trials"]) result.trials.push_back({t.value("choice", std::vector<int>{}), t.value("unit_us", 0.0)});
+  if (result.best.size() != steps.size()) return error(ErrorCode::kInternal, "the sequence worker returned a choice of the wrong length");
+  return result;
+}
+
+}  // namespace agentcompile::tune

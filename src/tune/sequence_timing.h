@@ -1,0 +1,64 @@
+// Timing kernels in the context they run in. Admission times each candidate alone, back to back
+// with itself; in the decode step a kernel follows and precedes other regions' kernels, and with
+// programmatic dependent launch what it costs depends on them: how much of the SM its grid leaves to
+// the next kernel's early blocks, how its tail meets the next one's weight loads. So the regions of
+// one repeating unit (a transformer layer's sites) are timed as a chain: each region's chosen kernel
+// launched in site order, `repeats` copies of the unit over their own buffers (so weights stream from
+// DRAM, as 28 layers' do), captured in a CUDA graph and replayed; the time is per unit.
+//
+// The search is a coordinate descent over each region's alternatives (validated candidates close to
+// the region's best alone), starting from the picks admission made alone: one region at a time, every
+// alternative with the others fixed; a change is kept only when the unit gets faster by more than
+// `min_gain` (a fraction), which keeps timing noise from moving a pick. Two passes at most.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agentcompile/status.h"
+#include "codegen/nvrtc_compiler.h"
+#include "ir/graph.h"
+#include "plan/candidate.h"
+#include "tune/region_cases.h"
+
+namespace agentcompile::tune {
+
+struct SequenceStep {
+  std::string region;                            // "decode.r3", for messages
+  const ir::Module* region_module = nullptr;     // the extracted region (function "region")
+  RegionBindings bindings;                       // size the unit is timed at
+  std::vector<plan::Candidate> alternatives;     // validated candidates with generated launches only
+  std::vector<codegen::CompileResult> compiled;  // per alternative
+};
+
+struct SequenceOptions {
+  int repeats = 8;           // copies of the unit per graph, each over its own buffers
+  int replays = 15;          // timed graph replays per measurement (median)
+  double min_gain = 0.003;   // a change must make the unit this much faster to be kept
+  int passes = 2;
+  double timeout_s = 600;
+};
+
+struct SequenceTrial {
+  std::vector<int> choice;  // alternative index per step
+  double unit_us = 0;
+};
+
+struct SequenceResult {
+  std::vector<int> start, best;          // alternative index per step
+  double start_us = 0, best_us = 0;      // per unit; best_us re-measured at the end beside start_us
+  std::vector<SequenceTrial> trials;     // every measurement, in order
+};
+
+// Times one assignment; the search calls it once per trial.
+using UnitTimer = std::function<Expected<double>(const std::vector<int>& choice)>;
+
+// The coordinate descent on its own (no GPU): `alternatives[s]` choices for step s, from `start`.
+Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std::vector<int>& start, const UnitTimer& time_unit,
+                                 const SequenceOptions& options);
+
+// Loads every alternative in a forked GPU worker, builds the buffers and runs `descend` there.
+Expected<SequenceResult> tune_sequence(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options);
+
+}  // namespace agentcompile::tune
