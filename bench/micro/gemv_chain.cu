@@ -1,0 +1,218 @@
+// Decode GEMV chains on the GPU, outside the compiler: the question is how much of a GEMV's fixed
+// cost comes from its grid filling every SM (the next kernel's blocks cannot be resident to issue
+// their pre-wait weight loads until this grid drains) and what grids of about one block per SM do.
+// Times (a) each configuration launched back to back with programmatic dependent launch, as the
+// tuner does, and (b) a Qwen3-1.7B decode layer's four GEMVs (QKV, o_proj, gate/up, down) over 28
+// layers of distinct weights, captured in a CUDA graph, from the picks of one compile and by coordinate
+// descent over the alternatives (what driver/context_tuning.cpp now does inside the compiler). Shapes
+// are compile-time constants in the wrappers, as in the generated kernels, so register counts match
+// NVRTC's. Results: bench/results/2026-11-24-h200/decode-round8/gemv-chain/.
+//   nvcc -O3 -std=c++20 --use_fast_math -arch=sm_90a -Isrc/kernels bench/micro/gemv_chain.cu -o gemv_chain && ./gemv_chain
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common.cuh"
+#include "gemv.cuh"
+
+#define CHECK(x)                                                                              \
+  do {                                                                                        \
+    cudaError_t e = (x);                                                                      \
+    if (e != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+using P = ac::GemvParams<__half, __half>;
+
+// The kernel's pointers; shapes are compile-time constants, as in agentcompile's generated wrappers
+// (whose constant segment sizes let the compiler drop the unused segments' code and registers).
+struct Ptrs {
+  const __half *x, *norm_w, *residual, *w[3];
+  __half* y[3];
+};
+
+constexpr int H = 2048, I = 6144, QKV = 4096, KVD = 1024, LAYERS = 28;
+enum Kind { kQkv, kO, kGateUp, kDown };
+
+template <int THREADS, int ROWS, int UNROLL, int SPLIT, int KIND>
+__global__ void __launch_bounds__(THREADS) gemv_kernel(const Ptrs a) {
+  P p;
+  p.x = a.x;
+  p.norm_w = KIND == kQkv || KIND == kGateUp ? a.norm_w : nullptr;
+  p.norm_eps = 1e-6f;
+  p.residual = KIND == kO || KIND == kDown ? a.residual : nullptr;
+  p.w[0] = a.w[0];
+  p.w[1] = KIND == kQkv || KIND == kGateUp ? a.w[1] : nullptr;
+  p.w[2] = KIND == kQkv ? a.w[2] : nullptr;
+  p.bias[0] = p.bias[1] = p.bias[2] = nullptr;
+  p.y[0] = a.y[0];
+  p.y[1] = KIND == kQkv ? a.y[1] : nullptr;
+  p.y[2] = KIND == kQkv ? a.y[2] : nullptr;
+  p.rows[0] = KIND == kQkv ? H : KIND == kGateUp ? I : H;
+  p.rows[1] = KIND == kQkv ? KVD : 0;
+  p.rows[2] = KIND == kQkv ? KVD : 0;
+  p.K = KIND == kDown ? I : H;
+  constexpr int epilogue = KIND == kQkv ? ac::kGemvPlain : KIND == kGateUp ? ac::kGemvGateUp : ac::kGemvResidual;
+  ac::gemv<__half, __half, THREADS, ROWS, UNROLL, SPLIT, epilogue, KIND == kDown ? I : H, KIND == kQkv || KIND == kGateUp>(p);
+}
+
+struct Config {
+  std::string name;
+  void (*kernel)(Ptrs);
+  int threads, rows_per_block;
+};
+
+template <int THREADS, int ROWS, int UNROLL, int SPLIT, int KIND>
+Config config() {
+  char name[64];
+  std::snprintf(name, sizeof name, "t%d_r%d_u%d_s%d", THREADS, ROWS, UNROLL, SPLIT);
+  return {name, gemv_kernel<THREADS, ROWS, UNROLL, SPLIT, KIND>, THREADS, THREADS / 32 / SPLIT * ROWS};
+}
+
+void launch(const Config& c, const Ptrs& p, int total_rows, cudaStream_t stream) {
+  cudaLaunchConfig_t lc = {};
+  lc.gridDim = dim3((total_rows + c.rows_per_block - 1) / c.rows_per_block);
+  lc.blockDim = dim3(c.threads);
+  lc.stream = stream;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  lc.attrs = &attr;
+  lc.numAttrs = 1;
+  CHECK(cudaLaunchKernelEx(&lc, c.kernel, p));
+}
+
+// Median of `reps` replays of a graph holding `fn`'s launches, in microseconds.
+double time_graph(cudaStream_t stream, const std::function<void()>& fn, int reps = 30) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  fn();
+  CHECK(cudaStreamEndCapture(stream, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int r = 0; r < reps + 3; ++r) {
+    CHECK(cudaEventRecord(a, stream));
+    CHECK(cudaGraphLaunch(exec, stream));
+    CHECK(cudaEventRecord(b, stream));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    if (r >= 3) t.push_back(ms * 1000.0);
+  }
+  std::sort(t.begin(), t.end());
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  return t[t.size() / 2];
+}
+
+__half* alloc(size_t elements) {
+  __half* p;
+  CHECK(cudaMalloc(&p, elements * sizeof(__half)));
+  CHECK(cudaMemset(p, 0x11, elements * sizeof(__half)));
+  return p;
+}
+
+struct Layer {
+  __half *qkv_w, *o_w, *gate_w, *up_w, *down_w, *norm1, *norm2;
+};
+
+int main() {
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<Layer> layers(LAYERS);
+  for (auto& l : layers) {
+    l.qkv_w = alloc(size_t{QKV} * H);
+    l.o_w = alloc(size_t{H} * H);
+    l.gate_w = alloc(size_t{I} * H);
+    l.up_w = alloc(size_t{I} * H);
+    l.down_w = alloc(size_t{H} * I);
+    l.norm1 = alloc(H);
+    l.norm2 = alloc(H);
+  }
+  __half *x = alloc(H), *h = alloc(H), *q = alloc(QKV), *attn = alloc(H), *h2 = alloc(H), *act = alloc(I);
+
+  auto qkv_params = [&](const Layer& l) {
+    return Ptrs{h, l.norm1, nullptr, {l.qkv_w, l.qkv_w + size_t{H} * H, l.qkv_w + size_t{H + KVD} * H}, {q, q + H, q + H + KVD}};
+  };
+  auto o_params = [&](const Layer& l) { return Ptrs{attn, nullptr, h, {l.o_w, nullptr, nullptr}, {h2, nullptr, nullptr}}; };
+  auto gate_up_params = [&](const Layer& l) { return Ptrs{h2, l.norm2, nullptr, {l.gate_w, l.up_w, nullptr}, {act, nullptr, nullptr}}; };
+  auto down_params = [&](const Layer& l) { return Ptrs{act, nullptr, h2, {l.down_w, nullptr, nullptr}, {h, nullptr, nullptr}}; };
+
+  std::vector<Config> qkv = {config<256, 1, 4, 1, kQkv>(), config<256, 2, 4, 1, kQkv>(), config<256, 4, 2, 1, kQkv>(),
+                             config<256, 2, 2, 1, kQkv>(), config<128, 2, 4, 1, kQkv>()};
+  std::vector<Config> o = {config<256, 4, 2, 4, kO>(), config<256, 2, 4, 2, kO>(), config<256, 2, 4, 1, kO>(),
+                           config<256, 2, 2, 1, kO>(), config<256, 4, 2, 2, kO>(), config<256, 1, 4, 1, kO>()};
+  std::vector<Config> gu = {config<256, 1, 2, 1, kGateUp>(), config<128, 1, 4, 1, kGateUp>(), config<256, 1, 4, 1, kGateUp>(),
+                            config<256, 2, 2, 1, kGateUp>(), config<128, 2, 2, 1, kGateUp>()};
+  std::vector<Config> down = {config<256, 2, 4, 2, kDown>(), config<256, 4, 2, 2, kDown>(), config<256, 2, 4, 1, kDown>(),
+                              config<256, 4, 2, 4, kDown>(), config<256, 1, 4, 1, kDown>(), config<128, 2, 4, 1, kDown>()};
+
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::printf("%d SMs\n", sms);
+  // (a) Self-chains over the 28 layers' weights: per launch and effective TB/s.
+  auto chain = [&](const char* what, const std::vector<Config>& cs, auto params, int rows, double bytes) {
+    for (const auto& c : cs) {
+      cudaFuncAttributes fa;
+      CHECK(cudaFuncGetAttributes(&fa, c.kernel));
+      int per_sm = 0;
+      CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.kernel, c.threads, 0));
+      const double us = time_graph(stream, [&] {
+        for (const auto& l : layers) launch(c, params(l), rows, stream);
+      }) / LAYERS;
+      std::printf("%-8s %-14s grid %4d, %3d regs, %d/SM: %6.2f us, %.2f TB/s\n", what, c.name.c_str(), (rows + c.rows_per_block - 1) / c.rows_per_block,
+                  fa.numRegs, per_sm, us, bytes / us * 1e-6);
+    }
+  };
+  chain("qkv", qkv, qkv_params, QKV, 2.0 * QKV * H);
+  chain("o_proj", o, o_params, H, 2.0 * H * H);
+  chain("gate_up", gu, gate_up_params, I, 4.0 * I * H);
+  chain("down", down, down_params, H, 2.0 * H * I);
+
+  // (b) The layer: QKV -> o_proj -> gate/up -> down, 28 times.
+  auto layer_time = [&](const Config& cq, const Config& co, const Config& cg, const Config& cd) {
+    return time_graph(stream, [&] {
+      for (const auto& l : layers) {
+        launch(cq, qkv_params(l), QKV, stream);
+        launch(co, o_params(l), H, stream);
+        launch(cg, gate_up_params(l), I, stream);
+        launch(cd, down_params(l), H, stream);
+      }
+    }) / LAYERS;
+  };
+  const double layer_bytes = 2.0 * (double(QKV) * H + double(H) * H + 2.0 * I * H + double(H) * I);
+  auto report = [&](const char* what, int iq, int io, int ig, int id) {
+    const double us = layer_time(qkv[iq], o[io], gu[ig], down[id]);
+    std::printf("layer %-28s %s %s %s %s: %6.2f us, %.2f TB/s\n", what, qkv[iq].name.c_str(), o[io].name.c_str(), gu[ig].name.c_str(),
+                down[id].name.c_str(), us, layer_bytes / us * 1e-6);
+  };
+  // Coordinate descent from the tuner's picks of one compile (the first of each list), one region
+  // at a time over its alternatives, then a second pass: what choosing in context is worth.
+  int pick[4] = {0, 0, 0, 0};
+  const std::vector<Config>* sets[4] = {&qkv, &o, &gu, &down};
+  report("tuner's picks", 0, 0, 0, 0);
+  for (int pass = 0; pass < 2; ++pass)
+    for (int r = 0; r < 4; ++r) {
+      double best = 1e30;
+      int best_i = pick[r];
+      for (int i = 0; i < static_cast<int>(sets[r]->size()); ++i) {
+        int trial[4] = {pick[0], pick[1], pick[2], pick[3]};
+        trial[r] = i;
+        const double us = layer_time(qkv[trial[0]], o[trial[1]], gu[trial[2]], down[trial[3]]);
+        if (us < best) best = us, best_i = i;
+      }
+      pick[r] = best_i;
+      report(pass == 0 ? "descent, pass 1" : "descent, pass 2", pick[0], pick[1], pick[2], pick[3]);
+    }
+  return 0;
+}
