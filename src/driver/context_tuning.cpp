@@ -153,7 +153,7 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record.push_back({{"bucket", bucket.name}, {"regions", regions}, {"start_us", result->start_us}, {"best_us", result->best_us},
-                      {"trials", result->trials.size()}, {"changes", changes}, {"seconds", seconds}});
+                      {"trials", result->trials.size()}, {"layer_copies", result->repeats}, {"changes", changes}, {"seconds", seconds}});
     say("[4/5] in context (" + bucket.name + "): layer " + us_text(result->start_us) + " with the picks made alone, " +
         us_text(result->best_us) + " after " + std::to_string(result->trials.size()) + " chains; " + std::to_string(changes.size()) +
         " pick(s) changed");

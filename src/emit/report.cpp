@@ -94,11 +94,12 @@ std::string artifact_report(const Artifact& a) {
   if (!a.ablation_table.empty()) out += "## Advisor ablation\n\n```\n" + a.ablation_table + "```\n\n";
   if (a.context_tuning.is_array() && !a.context_tuning.empty()) {
     out += "## Decode layer timed as a chain\n\nEach region's candidates within 15% of its best alone, timed in the chain of the "
-           "layer's kernels (programmatic launches, 8 layers of their own buffers per CUDA graph); a pick changes only where the "
-           "whole layer gets faster.\n\n| bucket | layer, picks made alone | layer, after | chains timed | changed |\n|---|---|---|---|---|\n";
+           "layer's kernels (programmatic launches, copies of the layer on their own buffers in one CUDA graph); a pick changes only "
+           "where the whole layer gets faster.\n\n| bucket | layer, picks made alone | layer, after | chains timed | layer copies | changed |\n"
+           "|---|---|---|---|---|---|\n";
     for (const auto& b : a.context_tuning) {
       if (b.contains("error")) {
-        out += "| " + b.value("bucket", std::string()) + " | " + b.value("error", std::string()) + " | | | |\n";
+        out += "| " + b.value("bucket", std::string()) + " | " + b.value("error", std::string()) + " | | | | |\n";
         continue;
       }
       std::string changed;
@@ -106,6 +107,7 @@ std::string artifact_report(const Artifact& a) {
         changed += (changed.empty() ? "" : "; ") + c.value("region", std::string()) + ": `" + c.value("to", std::string()) + "`";
       out += "| " + b.value("bucket", std::string()) + " | " + fmt("%.2f us", b.value("start_us", 0.0)) + " | " +
              fmt("%.2f us", b.value("best_us", 0.0)) + " | " + std::to_string(b.value("trials", 0)) + " | " +
+             std::to_string(b.value("layer_copies", 0)) + " | " +
              (changed.empty() ? "none" : changed) + " |\n";
     }
     out += "\n";

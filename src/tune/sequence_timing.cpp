@@ -80,19 +80,32 @@ Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<Sequenc
 
 Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options) {
   AC_ASSIGN_OR_RETURN(auto ctx, CudaContext::create());
+  std::vector<RegionLayout> layouts;
+  std::vector<RegionCase> data;
+  int64_t unit_bytes = 0;
+  for (const SequenceStep& step : steps) {
+    AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(*step.region_module, step.bindings));
+    data.push_back(random_case(*step.region_module, layout, step.bindings, random_weights(*step.region_module, layout), 1,
+                               Distribution::kNormal));
+    layouts.push_back(std::move(layout));
+    for (const auto& t : data.back().inputs) unit_bytes += static_cast<int64_t>(t.bytes.size());
+    for (const auto& t : *data.back().params) unit_bytes += static_cast<int64_t>(t.bytes.size());
+    for (const auto& t : data.back().states) unit_bytes += static_cast<int64_t>(t.bytes.size());
+  }
+  // Each copy of the unit has its own buffers; a large model's layer gets fewer copies (a quarter of
+  // the device's memory at most), but never fewer than two, so a replay still streams from DRAM.
+  SequenceOptions sized = options;
+  sized.repeats = static_cast<int>(std::clamp<int64_t>(ctx->info().total_memory / 4 / std::max<int64_t>(unit_bytes, 1), 2, options.repeats));
   std::vector<StepOnDevice> device(steps.size());
   for (size_t s = 0; s < steps.size(); ++s) {
     const SequenceStep& step = steps[s];
-    AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(*step.region_module, step.bindings));
-    const RegionCase data = random_case(*step.region_module, layout, step.bindings, random_weights(*step.region_module, layout), 1,
-                                        Distribution::kNormal);
     // Every alternative runs on the same buffers: the workspace is the largest any of them needs.
     const plan::Candidate* widest = &step.alternatives.front();
     auto workspace = [&](const plan::Candidate& c) { return c.workspace_bytes_per_token * step.bindings.T + c.workspace_bytes_fixed; };
     for (const auto& c : step.alternatives)
       if (workspace(c) > workspace(*widest)) widest = &c;
-    for (int r = 0; r < options.repeats; ++r) {
-      AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layout, data, *widest, step.bindings));
+    for (int r = 0; r < sized.repeats; ++r) {
+      AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layouts[s], data[s], *widest, step.bindings));
       device[s].sets.push_back(std::move(set));
     }
     for (size_t a = 0; a < step.alternatives.size(); ++a) {
@@ -103,11 +116,12 @@ Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, con
   std::vector<int> counts;
   for (const auto& step : steps) counts.push_back(static_cast<int>(step.alternatives.size()));
   AC_ASSIGN_OR_RETURN(SequenceResult result, descend(counts, start, [&](const std::vector<int>& choice) {
-    return time_unit_on_device(*ctx, steps, device, choice, options);
-  }, options));
+    return time_unit_on_device(*ctx, steps, device, choice, sized);
+  }, sized));
   json trials = json::array();
   for (const auto& t : result.trials) trials.push_back({{"choice", t.choice}, {"unit_us", t.unit_us}});
-  return json{{"start", result.start}, {"best", result.best}, {"start_us", result.start_us}, {"best_us", result.best_us}, {"trials", trials}}.dump();
+  return json{{"start", result.start}, {"best", result.best}, {"start_us", result.start_us}, {"best_us", result.best_us}, {"trials", trials},
+              {"repeats", sized.repeats}}.dump();
 }
 
 }  // namespace
@@ -177,6 +191,7 @@ Expected<SequenceResult> tune_sequence(const std::vector<SequenceStep>& steps, c
   result.best = j.value("best", std::vector<int>{});
   result.start_us = j.value("start_us", 0.0);
   result.best_us = j.value("best_us", 0.0);
+  result.repeats = j.value("repeats", 0);
   for (const auto& t : j["trials"]) result.trials.push_back({t.value("choice", std::vector<int>{}), t.value("unit_us", 0.0)});
   if (result.best.size() != steps.size()) return error(ErrorCode::kInternal, "the sequence worker returned a choice of the wrong length");
   return result;

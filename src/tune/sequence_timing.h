@@ -33,7 +33,8 @@ struct SequenceStep {
 };
 
 struct SequenceOptions {
-  int repeats = 8;           // copies of the unit per graph, each over its own buffers
+  int repeats = 8;           // copies of the unit per graph, each over its own buffers (at most a quarter of
+                             // device memory in all, at least 2)
   int replays = 15;          // timed graph replays per measurement (median)
   double min_gain = 0.003;   // a change must make the unit this much faster to be kept
   int passes = 2;
@@ -49,6 +50,7 @@ struct SequenceResult {
   std::vector<int> start, best;          // alternative index per step
   double start_us = 0, best_us = 0;      // per unit; best_us re-measured at the end beside start_us
   std::vector<SequenceTrial> trials;     // every measurement, in order
+  int repeats = 0;                       // copies of the unit per graph, as run (fewer for a large unit)
 };
 
 // Times one assignment; the search calls it once per trial.
