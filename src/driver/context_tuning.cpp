@@ -93,9 +93,10 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
     const emit::Bucket& bucket = f->buckets[b];
     std::vector<tune::SequenceStep> steps;
     std::vector<std::vector<int>> candidate_of;  // per step: alternative -> candidate index
+    std::vector<size_t> timing_of;               // per step: the region's timing this bucket reads
     std::vector<int> start;
     std::string skip;
-    for (size_t k = 0; k < layer.size() && skip.empty(); ++k) {
+    for (size_t k = 0; k < layer.size(); ++k) {
       const emit::CompiledRegion& region = artifact.regions[layer[k]];
       if (region.selections.size() <= b || region.selections[b].candidate < 0) {
         skip = region.id + " has no pick";
@@ -118,6 +119,7 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
       }
       start.push_back(static_cast<int>(std::find(alternatives.begin(), alternatives.end(), current) - alternatives.begin()));
       candidate_of.push_back(alternatives);
+      timing_of.push_back(timing);
       steps.push_back(std::move(step));
     }
     if (!skip.empty()) {
@@ -136,7 +138,7 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
       const int after = candidate_of[k][static_cast<size_t>(result->best[k])];
       if (before == after) continue;
       emit::CompiledRegion& region = artifact.regions[layer[k]];
-      const size_t timing = timing_at(region, bucket, b).second;
+      const size_t timing = timing_of[k];
       region.selections[b].candidate = after;
       region.selections[b].reason = "fastest in the layer's chain: " + us_text(result->start_us) + " -> " + us_text(result->best_us) +
                                     " per layer (alone " + us_text(region.results[static_cast<size_t>(after)].timings[timing].median_us) +
@@ -153,7 +155,7 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record.push_back({{"bucket", bucket.name}, {"regions", regions}, {"start_us", result->start_us}, {"best_us", result->best_us},
-                      {"trials", result->trials.size()}, {"layer_copies", result->repeats}, {"changes", changes}, {"seconds", seconds}});
+                      {"trials", result->trials.size()}, {"layer_copies", result->repeats}, {"alternative_slack", kAlternativeSlack}, {"changes", changes}, {"seconds", seconds}});
     say("[4/5] in context (" + bucket.name + "): layer " + us_text(result->start_us) + " with the picks made alone, " +
         us_text(result->best_us) + " after " + std::to_string(result->trials.size()) + " chains; " + std::to_string(changes.size()) +
         " pick(s) changed");

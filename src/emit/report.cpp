@@ -93,7 +93,9 @@ std::string artifact_report(const Artifact& a) {
   }
   if (!a.ablation_table.empty()) out += "## Advisor ablation\n\n```\n" + a.ablation_table + "```\n\n";
   if (a.context_tuning.is_array() && !a.context_tuning.empty()) {
-    out += "## Decode layer timed as a chain\n\nEach region's candidates within 15% of its best alone, timed in the chain of the "
+    const double slack = a.context_tuning.front().value("alternative_slack", 0.15);
+    out += "## Decode layer timed as a chain\n\nEach region's candidates within " + fmt("%.0f%%", 100 * slack) +
+           " of its best alone, timed in the chain of the "
            "layer's kernels (programmatic launches, copies of the layer on their own buffers in one CUDA graph); a pick changes only "
            "where the whole layer gets faster.\n\n| bucket | layer, picks made alone | layer, after | chains timed | layer copies | changed |\n"
            "|---|---|---|---|---|---|\n";
