@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agentcompile/status.h"
+#include "analysis/views.h"
 #include "ir/graph.h"
 #include "runtime/artifact_reader.h"
 
@@ -33,16 +34,9 @@ struct MemoryPlan {
 // that reads a value no earlier site (or argument) defines.
 Expected<MemoryPlan> plan_memory(const ir::Function& function, const std::vector<SiteRecord>& sites, const ir::SymbolBindings& max);
 
-// A value as a launch sees it: its root (a value with a home) and the byte offset into the root's
-// buffer, with the views between them resolved at `at`. Views that only reinterpret (reshape, view,
-// a broadcast that adds no elements) add nothing; a slice along the outermost axis adds its start row.
-struct ResolvedValue {
-  ir::ValueId root = ir::kNoValue;
-  int64_t byte_offset = 0;
-};
-Expected<ResolvedValue> resolve_value(const ir::Function& function, ir::ValueId value, const ir::SymbolBindings& at);
-
-// Bytes of a value's tensor at `at`.
-int64_t value_bytes(const ir::Function& function, ir::ValueId value, const ir::SymbolBindings& at);
+// resolve_value and value_bytes (analysis/views.h) place a view inside its root's buffer.
+using analysis::ResolvedValue;
+using analysis::resolve_value;
+using analysis::value_bytes;
 
 }  // namespace agentcompile::runtime
