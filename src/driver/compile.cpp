@@ -37,7 +37,8 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kCompilerVersion = "agentcompile-compiler/2";  // 2: decode buckets of context, attention prologue
+// 2: decode buckets of context, attention prologue; 3: a decode bucket of up to 512 keys.
+constexpr const char* kCompilerVersion = "agentcompile-compiler/3";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -50,9 +51,9 @@ std::string fixed(double value, int digits = 1) {
 }
 
 // Prefill: buckets of T. Decode: buckets of the context (the keys a step's attention reads), so a
-// long generation runs attention kernels chosen at its own length: up to 4k tokens (timed at 1024
-// keys, the middle of the "context <= 2k" range), 4k-16k (timed at 8k) and beyond (timed at 32k, or
-// the model's maximum when that is shorter).
+// generation runs attention kernels chosen at its own length: up to 512 keys (timed at 256: a chat
+// turn's first replies, where the attention is all latency and smaller clusters win), 513-4k (timed
+// at 2k), 4k-16k (timed at 8k) and beyond (timed at 32k, or the model's maximum when that is shorter).
 std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_tokens) {
   if (function == "decode") {
     const int64_t max_context = std::max<int64_t>(max_tokens, 1);
@@ -62,7 +63,8 @@ std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_t
       hi = std::min(hi, max_context);
       buckets.push_back({name, 1, 1, 1, lo, hi, std::clamp<int64_t>(timed_at, lo, hi)});
     };
-    add("decode", 1, 4096, 1024);
+    add("decode", 1, 512, 256);
+    add("decode-c513-4096", 513, 4096, 2048);
     add("decode-c4097-16384", 4097, 16384, 8192);
     add("decode-c16385+", 16385, max_context, 32768);
     return buckets;

@@ -98,12 +98,14 @@ TEST(Compile, PresetsWithoutGpuPlanAndCompileEveryCandidate) {
     }
     // Decode is bucketed by context, up to the model's maximum (40960 for Qwen3-1.7B, 131072 for Llama-3.2-1B).
     const auto& buckets = meta["functions"]["decode"]["buckets"];
-    ASSERT_EQ(buckets.size(), 3u) << preset;
+    ASSERT_EQ(buckets.size(), 4u) << preset;
     EXPECT_EQ(buckets[0]["name"], "decode");
-    EXPECT_EQ(buckets[0]["max_context"], 4096);
-    EXPECT_EQ(buckets[1]["name"], "decode-c4097-16384");
-    EXPECT_EQ(buckets[2]["min_context"], 16385);
-    EXPECT_EQ(buckets[2]["max_context"], std::string(preset) == "qwen3-1.7b" ? 40960 : 131072);
+    EXPECT_EQ(buckets[0]["max_context"], 512);
+    EXPECT_EQ(buckets[0]["context_timed_at"], 256);
+    EXPECT_EQ(buckets[1]["name"], "decode-c513-4096");
+    EXPECT_EQ(buckets[2]["name"], "decode-c4097-16384");
+    EXPECT_EQ(buckets[3]["min_context"], 16385);
+    EXPECT_EQ(buckets[3]["max_context"], std::string(preset) == "qwen3-1.7b" ? 40960 : 131072);
     EXPECT_EQ(meta["regions"].size(), 16u) << preset;
     EXPECT_EQ(candidates, 128u) << preset;
     EXPECT_EQ(compiled, generated) << preset;

@@ -84,7 +84,11 @@ TEST(RuntimeArtifact, ReadsEverySiteWithAKernelPerBucket) {
   auto short_context = decode.bucket_for(1, 100);
   ASSERT_TRUE(short_context) << short_context.status().to_string();
   EXPECT_EQ((*short_context)->name, "decode");
-  ASSERT_EQ(decode.buckets.size(), 1u);  // this model's context (2048) ends inside the first bucket
+  ASSERT_EQ(decode.buckets.size(), 2u);  // this model's context (2048) ends inside the second bucket
+  EXPECT_EQ(decode.buckets.front().max_context, 512);
+  auto medium_context = decode.bucket_for(1, 600);
+  ASSERT_TRUE(medium_context) << medium_context.status().to_string();
+  EXPECT_EQ((*medium_context)->name, "decode-c513-4096");
   EXPECT_EQ(decode.buckets.back().max_context, 2048);
   EXPECT_FALSE(decode.bucket_for(1, 2049));
 }

@@ -43,11 +43,12 @@ double threads_prior(int64_t threads) { return threads == 256 ? 1.0 : threads ==
 // Unrolls worth trying: 1 only where the query heads of a group crowd the registers.
 bool unroll_considered(int64_t group, int unroll) { return unroll > 1 || group > 4; }
 
+// The mean of values[first..N).
 template <size_t N>
-double average(const std::array<double, N>& values) {
+double average(const std::array<double, N>& values, size_t first) {
   double sum = 0;
-  for (double v : values) sum += v;
-  return sum / static_cast<double>(N);
+  for (size_t i = first; i < N; ++i) sum += values[i];
+  return sum / static_cast<double>(N - first);
 }
 
 int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return threads / 32 * group * (D + 2) * 4; }
@@ -105,18 +106,27 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   const int64_t keys_per_step = s.threads / (D / 8) * s.unroll;
   const double chain_us = 1.5 + 0.5 * static_cast<double>((keys + keys_per_step - 1) / keys_per_step);
   e.us = std::max(bytes / (bandwidth * efficiency), waves * chain_us) + 2.0;
-  if (s.cluster) e.us += 0.5;  // the cluster barrier and the partials stored to block 0
+  // The merge of a block's warps, and the room its blocks take from the next kernel's, which would
+  // be loading their weights meanwhile: in a Qwen3-1.7B decode layer at 200 keys (H200,
+  // bench/micro/layer_chain.cu), clusters of 16, 8 and 4 blocks per kv head of 256 threads added 4.3,
+  // 3.1 and 2.7 us, of 128 threads 3.7 (16) and 2.7 us (8), of 512 threads 5.0 (8) and 4.4 us (4).
+  const int64_t resident_blocks = s.cluster ? e.blocks : KV * splits;
+  e.us += 0.08 * static_cast<double>(s.threads / 32) + 0.0125 * static_cast<double>(resident_blocks * s.threads) / 256;
+  if (s.cluster) e.us += 0.25;  // the cluster barrier and the partials stored to block 0
   else if (s.splits > 1) e.us += 2.0 + 2.0 * static_cast<double>(NH * splits * (D + 2) * 4) / bandwidth;
   e.ideal_us = bytes / bandwidth + 2.0;
   return e;
 }
 
+std::string length_label(int64_t keys) { return keys >= 1024 ? std::to_string(keys / 1024) + "k" : std::to_string(keys); }
+
 // The region is timed at several contexts (one per decode bucket), and the schedule the estimate
 // likes best at one length may rank below the best of its form on the average: such a choice gets
-// a form of its own ("split@32k"), which the planner keeps in a capped space.
+// a form of its own ("split@32k"), which the planner keeps in a capped space. A choice's score is
+// its mean over lengths[first_scored..] times its priors.
 template <size_t N>
 void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, const std::vector<std::array<double, N>>& at_length,
-                              const int64_t (&lengths)[N]) {
+                              const int64_t (&lengths)[N], size_t first_scored) {
   std::map<std::string, size_t> best_of_form;
   for (size_t i = 0; i < choices.size(); ++i) {
     auto it = best_of_form.find(choices[i].form);
@@ -126,7 +136,7 @@ void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, cons
     size_t winner = 0;
     double best = -1;
     for (size_t i = 0; i < choices.size(); ++i) {
-      const double prior = at_length[i][l] > 0 ? choices[i].score / average(at_length[i]) : 0;  // the depth and thread priors
+      const double prior = at_length[i][l] > 0 ? choices[i].score / average(at_length[i], first_scored) : 0;  // the depth and thread priors
       if (at_length[i][l] * prior > best) {
         best = at_length[i][l] * prior;
         winner = i;
@@ -136,8 +146,9 @@ void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, cons
     // Already the best of its form, or already given a form of its own at a shorter length.
     const auto best_of_its_form = best_of_form.find(choices[winner].form);
     if (best_of_its_form == best_of_form.end() || best_of_its_form->second == winner) continue;
-    choices[winner].form += "@" + std::to_string(lengths[l] / 1024) + "k";
-    choices[winner].notes.push_back("best estimate at " + std::to_string(lengths[l] / 1024) + "k keys");
+    const std::string length = length_label(lengths[l]);
+    choices[winner].form.append("@").append(length);
+    choices[winner].notes.push_back(std::string("best estimate at ").append(length).append(" keys"));
   }
 }
 
@@ -195,9 +206,12 @@ class AttentionDecodeFamily final : public TemplateFamily {
              registers <= std::min<int64_t>(device.max_registers_per_thread, 200) &&
              registers * threads <= device.registers_per_sm;
     };
-    // Lengths the heuristic weighs: a short, a medium and a long context (the decode buckets time
-    // the region at 1k, 8k and 32k keys).
-    constexpr int64_t kLengths[] = {1024, 4096, 32768};
+    // Lengths the heuristic looks at, near where the decode buckets time the region (256, 2k, 8k
+    // and 32k keys). The score weighs the last three; the first only earns the schedule it likes
+    // best a place in the space (keep_best_at_each_length), since at a few hundred keys the
+    // attention is latency that the estimate models coarsely.
+    constexpr int64_t kLengths[] = {256, 1024, 4096, 32768};
+    constexpr size_t kFirstScored = 1;
     std::vector<std::array<double, std::size(kLengths)>> at_length;  // per choice: ideal / estimated time
     auto score_of = [&](const Schedule& s, std::ostringstream& note) {
       double sum = 0;
@@ -206,11 +220,10 @@ class AttentionDecodeFamily final : public TemplateFamily {
         const int64_t len = kLengths[i];
         const Estimate e = estimate(m, device, s, len);
         at_length.back()[i] = e.ideal_us / e.us;
-        sum += e.ideal_us / e.us;
-        note << (len >= 1024 ? std::to_string(len / 1024) + "k" : std::to_string(len)) << ": " << e.blocks << " blocks, ~"
-             << static_cast<int>(e.us * 10) / 10.0 << " us; ";
+        if (i >= kFirstScored) sum += e.ideal_us / e.us;
+        note << length_label(len) << ": " << e.blocks << " blocks, ~" << static_cast<int>(e.us * 10) / 10.0 << " us; ";
       }
-      return sum / static_cast<double>(std::size(kLengths));
+      return sum / static_cast<double>(std::size(kLengths) - kFirstScored);
     };
     for (int threads : {128, 256, 512}) {
       for (int unroll : {1, 2, 4, 8}) {
@@ -256,7 +269,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
               c.score = score_of(Schedule{threads, unroll, 16, splits, prefetch != 0, true}, note) * depth_prior(unroll, prefetch) *
                         threads_prior(threads);
               c.notes.push_back(note.str());
-              c.form = "cluster";
+              c.form = "cluster" + std::to_string(splits);  // each cluster size keeps its best: latency favours small ones
               out.push_back(std::move(c));
             }
           }
@@ -282,7 +295,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
         out.push_back(std::move(c));
       }
     }
-    keep_best_at_each_length(out, at_length, kLengths);
+    keep_best_at_each_length(out, at_length, kLengths, kFirstScored);
     return out;
   }
 
