@@ -7,6 +7,7 @@
 #include <map>
 
 #include "analysis/extract.h"
+#include "analysis/views.h"
 #include "tune/sequence_timing.h"
 
 namespace agentcompile::driver {
@@ -20,8 +21,8 @@ std::string us_text(double us) {
 }
 
 // The artifact's regions that make up one layer of `f`: those with the most sites (more than one),
-// in the order of their first site.
-std::vector<size_t> layer_regions(const emit::Artifact& artifact, const emit::CompiledFunction& f) {
+// in the order of their first site; `layers` is set to that count of sites.
+std::vector<size_t> layer_regions(const emit::Artifact& artifact, const emit::CompiledFunction& f, size_t& layers) {
   std::map<size_t, size_t> sites;       // artifact region -> sites
   std::map<size_t, size_t> first_site;  // artifact region -> first site
   for (size_t site = 0; site < f.unique_of_region.size(); ++site) {
@@ -32,6 +33,7 @@ std::vector<size_t> layer_regions(const emit::Artifact& artifact, const emit::Co
   }
   size_t most = 0;
   for (const auto& [r, n] : sites) most = std::max(most, n);
+  layers = most;
   std::vector<size_t> layer;
   if (most < 2) return layer;
   for (const auto& [r, n] : sites)
@@ -64,6 +66,30 @@ std::vector<int> alternatives_of(const emit::CompiledRegion& region, size_t timi
 
 }  // namespace
 
+std::vector<std::vector<tune::SequenceLink>> layer_links(const ir::Function& function, const std::vector<const analysis::Region*>& previous_layer,
+                                                         const std::vector<const analysis::Region*>& layer, const ir::SymbolBindings& at) {
+  auto output_slot = [](const analysis::Region& region, ir::ValueId value) {
+    const auto it = std::find(region.outputs.begin(), region.outputs.end(), value);
+    return it == region.outputs.end() ? -1 : static_cast<int>(it - region.outputs.begin());
+  };
+  std::vector<std::vector<tune::SequenceLink>> links(layer.size());
+  for (size_t k = 0; k < layer.size(); ++k) {
+    const auto& inputs = layer[k]->inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto resolved = analysis::resolve_value(function, inputs[i], at);
+      if (!resolved) continue;  // a view the runtime would refuse too: the input keeps its own buffer
+      for (size_t j = 0; j < layer.size(); ++j) {
+        const bool same_layer = j < k;
+        const int output = output_slot(same_layer ? *layer[j] : *previous_layer[j], resolved->root);
+        if (output < 0) continue;
+        links[k].push_back({static_cast<int>(i), static_cast<int>(j), output, resolved->byte_offset, !same_layer});
+        break;
+      }
+    }
+  }
+  return links;
+}
+
 void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ProgressFn& progress) {
   auto say = [&](const std::string& line) {
     if (progress) progress(line);
@@ -71,8 +97,23 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
   const auto f = std::find_if(artifact.functions.begin(), artifact.functions.end(), [](const emit::CompiledFunction& fn) { return fn.name == "decode"; });
   const ir::Function* function = module.find_function("decode");
   if (f == artifact.functions.end() || !function) return;
-  const std::vector<size_t> layer = layer_regions(artifact, *f);
+  size_t layers = 0;
+  const std::vector<size_t> layer = layer_regions(artifact, *f, layers);
   if (layer.size() < 2) return;
+  // As many copies of the layer per graph as the model has layers, so the chain is timed as the
+  // decode step runs it: one graph launch per step, not per eight layers (in bench/micro/layer_chain.cu
+  // on an H200, the o_proj form that eight copies preferred cost 0.9 us more per layer over 28).
+  tune::SequenceOptions options;
+  options.repeats = static_cast<int>(layers);
+
+  // The layer's sites in the first two layers: a step's inputs are linked to what the steps before
+  // it in the second layer wrote, or to what the first layer's steps wrote (the residual stream).
+  std::vector<const analysis::Region*> first_layer, second_layer;
+  for (size_t r : layer) {
+    const auto& sites = artifact.regions[r].plan.sites;
+    first_layer.push_back(&f->partition.regions[static_cast<size_t>(sites[0])]);
+    second_layer.push_back(&f->partition.regions[static_cast<size_t>(sites[1])]);
+  }
 
   // The region modules, extracted once (the steps point into this).
   std::vector<ir::Module> modules;
@@ -117,6 +158,7 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
         step.alternatives.push_back(region.plan.candidates[static_cast<size_t>(i)]);
         step.compiled.push_back(region.compiled[static_cast<size_t>(i)]);
       }
+      step.links = layer_links(*function, first_layer, second_layer, ir::SymbolBindings{bindings.T, bindings.L})[k];
       start.push_back(static_cast<int>(std::find(alternatives.begin(), alternatives.end(), current) - alternatives.begin()));
       candidate_of.push_back(alternatives);
       timing_of.push_back(timing);
@@ -126,7 +168,7 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
       say("[4/5] in context (" + bucket.name + "): skipped: " + skip);
       continue;
     }
-    auto result = tune::tune_sequence(steps, start, tune::SequenceOptions{});
+    auto result = tune::tune_sequence(steps, start, options);
     if (!result) {
       say("[4/5] in context (" + bucket.name + "): kept the picks made alone: " + result.status().to_string());
       record.push_back({{"bucket", bucket.name}, {"error", result.status().to_string()}});
@@ -151,7 +193,11 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
     for (size_t k = 0; k < steps.size(); ++k) {
       nlohmann::json names = nlohmann::json::array();
       for (const auto& c : steps[k].alternatives) names.push_back(c.name());
-      regions.push_back({{"region", steps[k].region}, {"alternatives", names}});
+      nlohmann::json reads = nlohmann::json::array();  // the inputs it reads from other steps
+      for (const auto& link : steps[k].links)
+        reads.push_back({{"input", link.input}, {"from", steps[static_cast<size_t>(link.from_step)].region}, {"output", link.output},
+                         {"previous_layer", link.previous_copy}});
+      regions.push_back({{"region", steps[k].region}, {"alternatives", names}, {"reads", reads}});
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record.push_back({{"bucket", bucket.name}, {"regions", regions}, {"start_us", result->start_us}, {"best_us", result->best_us},

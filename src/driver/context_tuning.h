@@ -12,9 +12,11 @@
 #include <string>
 
 #include "agentcompile/compiler.h"
+#include "analysis/regions.h"
 #include "emit/artifact.h"
 #include "ir/graph.h"
 #include "tune/region_cases.h"
+#include "tune/sequence_timing.h"
 
 namespace agentcompile::driver {
 
@@ -26,5 +28,11 @@ using TimingAt = std::function<std::pair<tune::RegionBindings, size_t>(const emi
                                                                        size_t bucket_index)>;
 
 void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ProgressFn& progress);
+
+// Per region of `layer` (one layer's sites, in order): its inputs that a region of the layer writes,
+// earlier in `layer` or in `previous_layer` (the same regions one layer before), resolved through
+// views at `at`. Inputs no region of the unit writes are not linked.
+std::vector<std::vector<tune::SequenceLink>> layer_links(const ir::Function& function, const std::vector<const analysis::Region*>& previous_layer,
+                                                         const std::vector<const analysis::Region*>& layer, const ir::SymbolBindings& at);
 
 }  // namespace agentcompile::driver

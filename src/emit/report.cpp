@@ -96,7 +96,8 @@ std::string artifact_report(const Artifact& a) {
     const double slack = a.context_tuning.front().value("alternative_slack", 0.15);
     out += "## Decode layer timed as a chain\n\nEach region's candidates within " + fmt("%.0f%%", 100 * slack) +
            " of its best alone, timed in the chain of the "
-           "layer's kernels (programmatic launches, copies of the layer on their own buffers in one CUDA graph); a pick changes only "
+           "layer's kernels (programmatic launches; one copy of the layer per model layer, each with its own weights and KV cache, "
+           "sharing the activations each kernel reads from the one before, in one CUDA graph); a pick changes only "
            "where the whole layer gets faster.\n\n| bucket | layer, picks made alone | layer, after | chains timed | layer copies | changed |\n"
            "|---|---|---|---|---|---|\n";
     for (const auto& b : a.context_tuning) {

@@ -3,6 +3,7 @@
 #include "tune/sequence_timing.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -54,11 +55,19 @@ Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<Sequenc
   const bool programmatic = ctx.info().sm_major >= 9;
   UnitGraph graph;
   AC_TRY(graph.capture(ctx.stream(), [&]() -> Status {
-    for (int r = 0; r < options.repeats; ++r)
+    for (size_t r = 0; r < static_cast<size_t>(options.repeats); ++r)
       for (size_t s = 0; s < steps.size(); ++s) {
         const size_t a = static_cast<size_t>(choice[s]);
-        AC_TRY(run_launches(steps[s].alternatives[a], device[s].loaded[a], device[s].sets[static_cast<size_t>(r)].args, steps[s].bindings,
-                            ctx.stream(), programmatic)
+        // Weights and states are this copy's; activations are one set for every copy, as the runtime's
+        // arena gives every layer the same buffers, and a linked input is the buffer its writer fills.
+        RegionArgs args = device[s].sets[r].args;
+        const RegionArgs& shared = device[s].sets[0].args;
+        std::copy(std::begin(shared.in), std::end(shared.in), std::begin(args.in));
+        std::copy(std::begin(shared.out), std::end(shared.out), std::begin(args.out));
+        args.workspace = shared.workspace;
+        for (const SequenceLink& link : steps[s].links)
+          args.in[link.input] = static_cast<const char*>(device[static_cast<size_t>(link.from_step)].sets[0].args.out[link.output]) + link.byte_offset;
+        AC_TRY(run_launches(steps[s].alternatives[a], device[s].loaded[a], args, steps[s].bindings, ctx.stream(), programmatic)
                    .with_context(steps[s].region + " " + steps[s].alternatives[a].name()));
       }
     return Status::ok();
@@ -92,6 +101,15 @@ Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, con
     for (const auto& t : *data.back().params) unit_bytes += static_cast<int64_t>(t.bytes.size());
     for (const auto& t : data.back().states) unit_bytes += static_cast<int64_t>(t.bytes.size());
   }
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (const SequenceLink& link : steps[s].links) {
+      const bool in_range = link.input >= 0 && static_cast<size_t>(link.input) < layouts[s].inputs.size() && link.from_step >= 0 &&
+                            static_cast<size_t>(link.from_step) < steps.size() && link.output >= 0 &&
+                            static_cast<size_t>(link.output) < layouts[static_cast<size_t>(link.from_step)].outputs.size() && link.byte_offset >= 0;
+      if (!in_range)
+        return error(ErrorCode::kInvalidArgument, steps[s].region + ": input " + std::to_string(link.input) + " is linked to output " +
+                                                      std::to_string(link.output) + " of step " + std::to_string(link.from_step) + ", which the unit does not have");
+    }
   // Each copy of the unit has its own buffers; a large model's layer gets fewer copies (a quarter of
   // the device's memory at most), but never fewer than two, so a replay still streams from DRAM.
   SequenceOptions sized = options;

@@ -3,8 +3,9 @@
 // programmatic dependent launch what it costs depends on them: how much of the SM its grid leaves to
 // the next kernel's early blocks, how its tail meets the next one's weight loads. So the regions of
 // one repeating unit (a transformer layer's sites) are timed as a chain: each region's chosen kernel
-// launched in site order, `repeats` copies of the unit over their own buffers (so weights stream from
-// DRAM, as 28 layers' do), captured in a CUDA graph and replayed; the time is per unit.
+// launched in site order, `repeats` copies of the unit over their own weights and states (so weights
+// stream from DRAM, as 28 layers' do) and one set of activations, each step reading what the steps
+// before it wrote (links), captured in a CUDA graph and replayed; the time is per unit.
 //
 // The search is a coordinate descent over each region's alternatives (validated candidates close to
 // the region's best alone), starting from the picks admission made alone: one region at a time, every
@@ -24,17 +25,31 @@
 
 namespace agentcompile::tune {
 
+// An input of a step that reads what another step of the unit writes, as in the function: bound to
+// that step's output buffer (plus a view's byte offset). Every copy of the unit uses the same
+// activation buffers (the runtime's arena gives every layer the same ones), so a kernel reads its
+// input where the kernel before it just wrote it, as in the decode step. `previous_copy` records
+// that the writer is the layer before (the residual stream).
+struct SequenceLink {
+  int input = 0;             // the reading step's input slot
+  int from_step = 0;         // the writing step
+  int output = 0;            // its output slot
+  int64_t byte_offset = 0;
+  bool previous_copy = false;
+};
+
 struct SequenceStep {
   std::string region;                            // "decode.r3", for messages
   const ir::Module* region_module = nullptr;     // the extracted region (function "region")
   RegionBindings bindings;                       // size the unit is timed at
   std::vector<plan::Candidate> alternatives;     // validated candidates with generated launches only
   std::vector<codegen::CompileResult> compiled;  // per alternative
+  std::vector<SequenceLink> links;               // inputs bound to other steps' outputs
 };
 
 struct SequenceOptions {
   int repeats = 8;           // copies of the unit per graph, each over its own buffers (at most a quarter of
-                             // device memory in all, at least 2)
+                             // device memory in all, at least 2); the compiler passes the model's layer count
   int replays = 15;          // timed graph replays per measurement (median)
   double min_gain = 0.003;   // a change must make the unit this much faster to be kept
   int passes = 2;
