@@ -199,9 +199,11 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
                          {"previous_layer", link.previous_copy}});
       regions.push_back({{"region", steps[k].region}, {"alternatives", names}, {"reads", reads}});
     }
+    nlohmann::json trials = nlohmann::json::array();  // every chain timed: each step's alternative, and the layer's time
+    for (const auto& trial : result->trials) trials.push_back({{"choice", trial.choice}, {"unit_us", trial.unit_us}});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record.push_back({{"bucket", bucket.name}, {"regions", regions}, {"start_us", result->start_us}, {"best_us", result->best_us},
-                      {"trials", result->trials.size()}, {"layer_copies", result->repeats}, {"alternative_slack", kAlternativeSlack}, {"changes", changes}, {"seconds", seconds}});
+                      {"trials", result->trials.size()}, {"chains", trials}, {"layer_copies", result->repeats}, {"alternative_slack", kAlternativeSlack}, {"changes", changes}, {"seconds", seconds}});
     say("[4/5] in context (" + bucket.name + "): layer " + us_text(result->start_us) + " with the picks made alone, " +
         us_text(result->best_us) + " after " + std::to_string(result->trials.size()) + " chains; " + std::to_string(changes.size()) +
         " pick(s) changed");
