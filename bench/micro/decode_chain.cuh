@@ -65,6 +65,8 @@ struct Config {
   int shared_bytes = 0;  // dynamic shared memory
 };
 
+int grid_of(const Config& c, int total_rows) { return (total_rows + c.rows_per_block - 1) / c.rows_per_block; }
+
 template <int THREADS, int ROWS, int UNROLL, int SPLIT, int KIND>
 Config config() {
   char name[64];
@@ -72,18 +74,24 @@ Config config() {
   return {name, gemv_kernel<THREADS, ROWS, UNROLL, SPLIT, KIND>, THREADS, THREADS / 32 / SPLIT * ROWS};
 }
 
-void launch(const Config& c, const Ptrs& p, int total_rows, cudaStream_t stream) {
+// Launches `kernel` with programmatic stream serialization, as agentcompile's decode step does.
+template <typename Kernel, typename... Args>
+void launch_programmatic(Kernel kernel, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t lc = {};
-  lc.gridDim = dim3((total_rows + c.rows_per_block - 1) / c.rows_per_block);
-  lc.blockDim = dim3(c.threads);
-  lc.dynamicSmemBytes = c.shared_bytes;
+  lc.gridDim = grid;
+  lc.blockDim = block;
+  lc.dynamicSmemBytes = shared_bytes;
   lc.stream = stream;
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
   lc.attrs = &attr;
   lc.numAttrs = 1;
-  CHECK(cudaLaunchKernelEx(&lc, c.kernel, p));
+  CHECK(cudaLaunchKernelEx(&lc, kernel, args...));
+}
+
+void launch(const Config& c, const Ptrs& p, int total_rows, cudaStream_t stream) {
+  launch_programmatic(c.kernel, dim3(grid_of(c, total_rows)), dim3(c.threads), c.shared_bytes, stream, p);
 }
 
 // Median of `reps` timings of `launches` back-to-back replays of a graph holding `fn`'s launches,
@@ -139,3 +147,33 @@ __half* alloc(size_t elements) {
   return p;
 }
 
+// One layer's GEMV weights, distinct per layer so a chain of layers streams them from DRAM.
+struct LayerWeights {
+  __half *qkv_w, *o_w, *gate_w, *up_w, *down_w, *norm1, *norm2;
+};
+
+std::vector<LayerWeights> alloc_layers() {
+  std::vector<LayerWeights> layers(LAYERS);
+  for (auto& l : layers) {
+    l.qkv_w = alloc(size_t{QKV} * H);
+    l.o_w = alloc(size_t{H} * H);
+    l.gate_w = alloc(size_t{I} * H);
+    l.up_w = alloc(size_t{I} * H);
+    l.down_w = alloc(size_t{H} * I);
+    l.norm1 = alloc(H);
+    l.norm2 = alloc(H);
+  }
+  return layers;
+}
+
+// The activations every layer shares (as the runtime's arena gives every layer the same buffers) and
+// each GEMV's arguments: h -> QKV (q) ... attention (attn) -> o_proj + h (h2) -> gate/up (act) -> down + h2 (h).
+struct Activations {
+  __half *h = alloc(H), *q = alloc(QKV), *attn = alloc(H), *h2 = alloc(H), *act = alloc(I);
+  Ptrs qkv(const LayerWeights& l) const {
+    return Ptrs{h, l.norm1, nullptr, {l.qkv_w, l.qkv_w + size_t{H} * H, l.qkv_w + size_t{H + KVD} * H}, {q, q + H, q + H + KVD}};
+  }
+  Ptrs o(const LayerWeights& l) const { return Ptrs{attn, nullptr, h, {l.o_w, nullptr, nullptr}, {h2, nullptr, nullptr}}; }
+  Ptrs gate_up(const LayerWeights& l) const { return Ptrs{h2, l.norm2, nullptr, {l.gate_w, l.up_w, nullptr}, {act, nullptr, nullptr}}; }
+  Ptrs down(const LayerWeights& l) const { return Ptrs{act, nullptr, h2, {l.down_w, nullptr, nullptr}, {h, nullptr, nullptr}}; }
+};

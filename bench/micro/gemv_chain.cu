@@ -10,31 +10,15 @@
 //   nvcc -O3 -std=c++20 --use_fast_math -arch=sm_90a -Isrc/kernels bench/micro/gemv_chain.cu -o gemv_chain && ./gemv_chain
 #include "decode_chain.cuh"
 
-struct Layer {
-  __half *qkv_w, *o_w, *gate_w, *up_w, *down_w, *norm1, *norm2;
-};
-
 int main() {
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::vector<Layer> layers(LAYERS);
-  for (auto& l : layers) {
-    l.qkv_w = alloc(size_t{QKV} * H);
-    l.o_w = alloc(size_t{H} * H);
-    l.gate_w = alloc(size_t{I} * H);
-    l.up_w = alloc(size_t{I} * H);
-    l.down_w = alloc(size_t{H} * I);
-    l.norm1 = alloc(H);
-    l.norm2 = alloc(H);
-  }
-  __half *x = alloc(H), *h = alloc(H), *q = alloc(QKV), *attn = alloc(H), *h2 = alloc(H), *act = alloc(I);
-
-  auto qkv_params = [&](const Layer& l) {
-    return Ptrs{h, l.norm1, nullptr, {l.qkv_w, l.qkv_w + size_t{H} * H, l.qkv_w + size_t{H + KVD} * H}, {q, q + H, q + H + KVD}};
-  };
-  auto o_params = [&](const Layer& l) { return Ptrs{attn, nullptr, h, {l.o_w, nullptr, nullptr}, {h2, nullptr, nullptr}}; };
-  auto gate_up_params = [&](const Layer& l) { return Ptrs{h2, l.norm2, nullptr, {l.gate_w, l.up_w, nullptr}, {act, nullptr, nullptr}}; };
-  auto down_params = [&](const Layer& l) { return Ptrs{act, nullptr, h2, {l.down_w, nullptr, nullptr}, {h, nullptr, nullptr}}; };
+  const std::vector<LayerWeights> layers = alloc_layers();
+  const Activations act;
+  auto qkv_params = [&](const LayerWeights& l) { return act.qkv(l); };
+  auto o_params = [&](const LayerWeights& l) { return act.o(l); };
+  auto gate_up_params = [&](const LayerWeights& l) { return act.gate_up(l); };
+  auto down_params = [&](const LayerWeights& l) { return act.down(l); };
 
   std::vector<Config> qkv = {config<256, 1, 4, 1, kQkv>(), config<256, 2, 4, 1, kQkv>(), config<256, 4, 2, 1, kQkv>(),
                              config<256, 2, 2, 1, kQkv>(), config<128, 2, 4, 1, kQkv>()};

@@ -32,40 +32,25 @@ Attention attention() {
 }
 
 void launch_attention(const Attention& a, const ac::AttentionDecodeParams<__half>& p, cudaStream_t stream) {
-  cudaLaunchConfig_t lc = {};
-  lc.gridDim = dim3(a.splits, KVH);
-  lc.blockDim = dim3(a.threads);
-  lc.stream = stream;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
-  CHECK(cudaLaunchKernelEx(&lc, a.kernel, p));
+  launch_programmatic(a.kernel, dim3(a.splits, KVH), dim3(a.threads), 0, stream, p);
 }
 
 int main(int argc, char** argv) {
   const int position = argc > 1 ? std::atoi(argv[1]) : 200;
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct Layer {
-    __half *qkv_w, *o_w, *gate_w, *up_w, *down_w, *norm1, *norm2, *q_norm, *k_norm, *k_cache, *v_cache;
+  const std::vector<LayerWeights> layers = alloc_layers();
+  struct AttentionState {
+    __half *q_norm, *k_norm, *k_cache, *v_cache;
   };
-  std::vector<Layer> layers(LAYERS);
-  for (auto& l : layers) {
-    l.qkv_w = alloc(size_t{QKV} * H);
-    l.o_w = alloc(size_t{H} * H);
-    l.gate_w = alloc(size_t{I} * H);
-    l.up_w = alloc(size_t{I} * H);
-    l.down_w = alloc(size_t{H} * I);
-    l.norm1 = alloc(H);
-    l.norm2 = alloc(H);
+  std::vector<AttentionState> attention_state(LAYERS);
+  for (auto& l : attention_state) {
     l.q_norm = alloc(D);
     l.k_norm = alloc(D);
     l.k_cache = alloc(size_t{CACHE_ROWS} * KVH * D);
     l.v_cache = alloc(size_t{CACHE_ROWS} * KVH * D);
   }
-  __half *h = alloc(H), *q = alloc(QKV), *attn = alloc(H), *h2 = alloc(H), *act = alloc(I);
+  const Activations act;
   int* pos;
   CHECK(cudaMalloc(&pos, sizeof(int)));
   CHECK(cudaMemcpy(pos, &position, sizeof(int), cudaMemcpyHostToDevice));
@@ -75,20 +60,17 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&inv_freq, sizeof(float) * D / 2));
   CHECK(cudaMemcpy(inv_freq, freqs.data(), sizeof(float) * D / 2, cudaMemcpyHostToDevice));
 
-  auto qkv_params = [&](const Layer& l) {
-    return Ptrs{h, l.norm1, nullptr, {l.qkv_w, l.qkv_w + size_t{H} * H, l.qkv_w + size_t{H + KVD} * H}, {q, q + H, q + H + KVD}};
-  };
-  auto attention_params = [&](const Layer& l) {
+  auto attention_params = [&](const AttentionState& l) {
     ac::AttentionDecodeParams<__half> p = {};
-    p.q = q;
+    p.q = act.q;
     p.k = l.k_cache;
     p.v = l.v_cache;
     p.pos = pos;
-    p.out = attn;
+    p.out = act.attn;
     p.scale_log2 = 0.08838834764f * 1.44269504f;
     p.L = CACHE_ROWS;
-    p.k_new = q + H;
-    p.v_new = q + H + KVD;
+    p.k_new = act.q + H;
+    p.v_new = act.q + H + KVD;
     p.q_norm = l.q_norm;
     p.k_norm = l.k_norm;
     p.inv_freq = inv_freq;
@@ -97,10 +79,6 @@ int main(int argc, char** argv) {
     p.v_cache = l.v_cache;
     return p;
   };
-  auto o_params = [&](const Layer& l) { return Ptrs{attn, nullptr, h, {l.o_w, nullptr, nullptr}, {h2, nullptr, nullptr}}; };
-  auto gate_up_params = [&](const Layer& l) { return Ptrs{h2, l.norm2, nullptr, {l.gate_w, l.up_w, nullptr}, {act, nullptr, nullptr}}; };
-  auto down_params = [&](const Layer& l) { return Ptrs{act, nullptr, h2, {l.down_w, nullptr, nullptr}, {h, nullptr, nullptr}}; };
-
   Config qkv = config<128, 2, 4, 1, kQkv>();
   const Config gu = config<128, 1, 4, 1, kGateUp>(), down = config<256, 2, 4, 2, kDown>();
   const std::vector<Config> o_forms = {config<256, 4, 2, 4, kO>(), config<256, 2, 4, 2, kO>(), config<256, 2, 4, 1, kO>(),
@@ -113,12 +91,12 @@ int main(int argc, char** argv) {
   auto layer_time = [&](const Attention* at, const Config& co, int graphs = 1) {
     return time_graph(stream, [&] {
       for (int i = 0; i < LAYERS / graphs; ++i) {
-        const Layer& l = layers[i];
-        launch(qkv, qkv_params(l), QKV, stream);
-        if (at) launch_attention(*at, attention_params(l), stream);
-        launch(co, o_params(l), H, stream);
-        launch(gu, gate_up_params(l), I, stream);
-        launch(down, down_params(l), H, stream);
+        const LayerWeights& l = layers[i];
+        launch(qkv, act.qkv(l), QKV, stream);
+        if (at) launch_attention(*at, attention_params(attention_state[i]), stream);
+        launch(co, act.o(l), H, stream);
+        launch(gu, act.gate_up(l), I, stream);
+        launch(down, act.down(l), H, stream);
       }
     }, 30, graphs) / LAYERS;
   };

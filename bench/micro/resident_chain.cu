@@ -124,44 +124,18 @@ __global__ void __launch_bounds__(256) attention_standin(const __half* q, __half
 }
 
 void launch_standin(bool early, const __half* q, __half* out, long long cycles, cudaStream_t stream) {
-  cudaLaunchConfig_t lc = {};
-  lc.gridDim = dim3(64);
-  lc.blockDim = dim3(256);
-  lc.stream = stream;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
   if (early)
-    CHECK(cudaLaunchKernelEx(&lc, attention_standin<true>, q, out, cycles));
+    launch_programmatic(attention_standin<true>, dim3(64), dim3(256), 0, stream, q, out, cycles);
   else
-    CHECK(cudaLaunchKernelEx(&lc, attention_standin<false>, q, out, cycles));
+    launch_programmatic(attention_standin<false>, dim3(64), dim3(256), 0, stream, q, out, cycles);
 }
 
 int main() {
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct Layer {
-    __half *qkv_w, *o_w, *gate_w, *up_w, *down_w, *norm1, *norm2;
-  };
-  std::vector<Layer> layers(LAYERS);
-  for (auto& l : layers) {
-    l.qkv_w = alloc(size_t{QKV} * H);
-    l.o_w = alloc(size_t{H} * H);
-    l.gate_w = alloc(size_t{I} * H);
-    l.up_w = alloc(size_t{I} * H);
-    l.down_w = alloc(size_t{H} * I);
-    l.norm1 = alloc(H);
-    l.norm2 = alloc(H);
-  }
-  __half *h = alloc(H), *q = alloc(QKV), *attn = alloc(H), *h2 = alloc(H), *act = alloc(I);
-  auto qkv_params = [&](const Layer& l) {
-    return Ptrs{h, l.norm1, nullptr, {l.qkv_w, l.qkv_w + size_t{H} * H, l.qkv_w + size_t{H + KVD} * H}, {q, q + H, q + H + KVD}};
-  };
-  auto o_params = [&](const Layer& l) { return Ptrs{attn, nullptr, h, {l.o_w, nullptr, nullptr}, {h2, nullptr, nullptr}}; };
-  auto gate_up_params = [&](const Layer& l) { return Ptrs{h2, l.norm2, nullptr, {l.gate_w, l.up_w, nullptr}, {act, nullptr, nullptr}}; };
-  auto down_params = [&](const Layer& l) { return Ptrs{act, nullptr, h2, {l.down_w, nullptr, nullptr}, {h, nullptr, nullptr}}; };
+  const std::vector<LayerWeights> layers = alloc_layers();
+  const Activations act;
+  __half *q = act.q, *attn = act.attn;
 
   // The picks of one compile (decode-round8), the descent's, and resident forms.
   const Config qkv_reg = config<128, 2, 4, 1, kQkv>(), o_reg = config<256, 4, 2, 4, kO>(), gu = config<128, 1, 4, 1, kGateUp>(),
@@ -180,11 +154,11 @@ int main() {
         for (const auto& co : o_forms) {
           const double us = time_graph(stream, [&] {
             for (const auto& l : layers) {
-              launch(cq, qkv_params(l), QKV, stream);
+              launch(cq, act.qkv(l), QKV, stream);
               launch_standin(early, q, attn, cycles, stream);
-              launch(co, o_params(l), H, stream);
-              launch(gu, gate_up_params(l), I, stream);
-              launch(down, down_params(l), H, stream);
+              launch(co, act.o(l), H, stream);
+              launch(gu, act.gate_up(l), I, stream);
+              launch(down, act.down(l), H, stream);
             }
           }) / LAYERS;
           std::printf("stand-in %5lld cycles, trigger %-6s qkv %-20s o_proj %-20s: %6.2f us/layer (%.2f TB/s)\n", cycles,
