@@ -9,19 +9,13 @@
 
 #include "analysis/extract.h"
 #include "analysis/regions.h"
-#include "frontend/model_builder.h"
+#include "model_fixtures.h"
 #include "tune/region_cases.h"
 
 namespace agentcompile {
 namespace {
 
-ir::Module tiny_model(const std::string& name) {
-  auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/" + name);
-  EXPECT_TRUE(config.has_value()) << config.status().to_string();
-  auto module = frontend::build_module(*config);
-  EXPECT_TRUE(module.has_value()) << module.status().to_string();
-  return std::move(module).value();
-}
+using fixtures::tiny_model;
 
 const analysis::Region* first_attention(const analysis::RegionPartition& partition) {
   for (const auto& region : partition.regions)

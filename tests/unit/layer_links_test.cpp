@@ -6,18 +6,12 @@
 #include "analysis/regions.h"
 #include "analysis/views.h"
 #include "driver/context_tuning.h"
-#include "frontend/model_builder.h"
+#include "model_fixtures.h"
 
 namespace agentcompile {
 namespace {
 
-ir::Module tiny_model(const std::string& name) {
-  auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/" + name);
-  EXPECT_TRUE(config.has_value()) << config.status().to_string();
-  auto module = frontend::build_module(*config);
-  EXPECT_TRUE(module.has_value()) << module.status().to_string();
-  return std::move(module).value();
-}
+using fixtures::tiny_model;
 
 bool reads(const std::vector<tune::SequenceLink>& links, int from_step, bool previous_layer) {
   for (const auto& link : links)

@@ -5,19 +5,13 @@
 
 #include "analysis/regions.h"
 #include "analysis/summary.h"
-#include "frontend/model_builder.h"
+#include "model_fixtures.h"
 #include "golden.h"
 
 namespace agentcompile {
 namespace {
 
-ir::Module build(const std::string& config_name) {
-  auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/configs/" + config_name);
-  EXPECT_TRUE(config.has_value()) << config.status().to_string();
-  auto module = frontend::build_module(*config);
-  EXPECT_TRUE(module.has_value()) << module.status().to_string();
-  return std::move(module).value();
-}
+ir::Module build(const std::string& config_name) { return fixtures::module_from_config("configs/" + config_name); }
 
 std::string listing(const ir::Module& module, const std::string& function_name, ir::SymbolBindings bindings) {
   const ir::Function& function = *module.find_function(function_name);
@@ -151,10 +145,14 @@ TEST(Regions, AttentionPrologueOnlyForOneTokenAndCanBeTurnedOff) {
     }
     EXPECT_GT(attentions, 0);
     for (const auto& region : analysis::form_regions(module, decode, analysis::RegionOptions{.attention_prologue = false}).regions)
-      if (region.kind == analysis::RegionKind::kAttention) EXPECT_EQ(region.nodes.size(), 1u);
+      if (region.kind == analysis::RegionKind::kAttention) {
+        EXPECT_EQ(region.nodes.size(), 1u);
+      }
     const ir::Function& prefill = *module.find_function("prefill");
     for (const auto& region : analysis::form_regions(module, prefill).regions)
-      if (region.kind == analysis::RegionKind::kAttention) EXPECT_EQ(region.nodes.size(), 1u) << "prefill attention takes no prologue";
+      if (region.kind == analysis::RegionKind::kAttention) {
+        EXPECT_EQ(region.nodes.size(), 1u) << "prefill attention takes no prologue";
+      }
   }
 }
 
