@@ -78,6 +78,9 @@ std::vector<std::vector<tune::SequenceLink>> layer_links(const ir::Function& fun
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto resolved = analysis::resolve_value(function, inputs[i], at);
       if (!resolved) continue;  // a view the runtime would refuse too: the input keeps its own buffer
+      // A kv_append's result is its KV cache, which every copy of the unit holds on its own.
+      const int producer = function.value(resolved->root).producer;
+      if (producer >= 0 && function.nodes[static_cast<size_t>(producer)].op == ir::OpKind::kKvAppend) continue;
       for (size_t j = 0; j < layer.size(); ++j) {
         const bool same_layer = j < k;
         const int output = output_slot(same_layer ? *layer[j] : *previous_layer[j], resolved->root);

@@ -31,7 +31,8 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
 
 // Per region of `layer` (one layer's sites, in order): its inputs that a region of the layer writes,
 // earlier in `layer` or in `previous_layer` (the same regions one layer before), resolved through
-// views at `at`. Inputs no region of the unit writes are not linked.
+// views at `at`. Inputs no region of the unit writes are not linked, nor KV-cache rows (a kv_append's
+// result), which stay with each copy's own cache.
 std::vector<std::vector<tune::SequenceLink>> layer_links(const ir::Function& function, const std::vector<const analysis::Region*>& previous_layer,
                                                          const std::vector<const analysis::Region*>& layer, const ir::SymbolBindings& at);
 

@@ -64,5 +64,38 @@ TEST(LayerLinks, EachRegionReadsWhatTheRegionsBeforeItWrote) {
   }
 }
 
+// With the attention prologue cut off (--unfused), a region of its own appends the KV rows and the
+// attention reads the caches: those stay each copy's own, while the query is still linked.
+TEST(LayerLinks, KvCacheRowsAreNotLinked) {
+  const ir::Module module = tiny_model("tiny-qwen3.json");
+  const ir::Function& decode = *module.find_function("decode");
+  const auto partition = analysis::form_regions(module, decode, analysis::RegionOptions{.attention_prologue = false});
+  std::vector<size_t> attention;
+  for (const auto& region : partition.regions)
+    if (region.kind == analysis::RegionKind::kAttention) attention.push_back(static_cast<size_t>(region.index));
+  ASSERT_GE(attention.size(), 2u);
+  const size_t period = attention[1] - attention[0];
+  ASSERT_EQ(period, 6u) << "QKV, QK-norm / RoPE / KV append, attention, o_proj, gate/up, down";
+  std::vector<const analysis::Region*> first, second;
+  for (size_t k = 0; k < period; ++k) {
+    first.push_back(&partition.regions[attention[0] - 2 + k]);
+    second.push_back(&partition.regions[attention[1] - 2 + k]);
+  }
+  const ir::SymbolBindings at{1, 64};
+  const auto links = driver::layer_links(decode, first, second, at);
+  const size_t step = 2;  // the attention
+  size_t cache_inputs = 0;
+  for (size_t i = 0; i < second[step]->inputs.size(); ++i) {
+    const auto resolved = analysis::resolve_value(decode, second[step]->inputs[i], at);
+    ASSERT_TRUE(resolved.has_value());
+    const int producer = decode.value(resolved->root).producer;
+    if (producer < 0 || decode.nodes[static_cast<size_t>(producer)].op != ir::OpKind::kKvAppend) continue;
+    ++cache_inputs;
+    for (const auto& link : links[step]) EXPECT_NE(link.input, static_cast<int>(i)) << "a KV cache input was linked";
+  }
+  EXPECT_EQ(cache_inputs, 2u) << "the attention reads the key and the value cache";
+  EXPECT_TRUE(reads(links[step], 1, false)) << "the attention still reads the rotated query";
+}
+
 }  // namespace
 }  // namespace agentcompile
