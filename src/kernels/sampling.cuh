@@ -25,7 +25,8 @@ struct SamplerArgs {
   int* history;                    // [history_capacity] generated tokens
   int* host_ring;                  // [ring] mapped pinned host memory: token of step s at s % ring
   unsigned char* seen;             // [V] 1 for tokens in the prompt or output
-  unsigned long long* argmax_slot; // greedy: packed (key, ~index) maximum; 0 between steps
+  unsigned long long* argmax_slot; // packed (key, ~index) maximum of the logits; 0 between steps
+  unsigned* blocks_done;           // blocks of the launch that have folded in their maximum; 0 between steps
   int V;
   int ring;
   int history_capacity;
@@ -205,12 +206,17 @@ __device__ int sample_token(const SamplerArgs& a, SampleShared& s) {
 
 }  // namespace ac
 
-// Greedy, first pass: every block folds its share into one atomic maximum. The packed value orders
-// by logit, then by lower index (Hugging Face's argmax returns the first maximum).
-extern "C" __global__ void __launch_bounds__(256) ac_sample_argmax_partial(const ac::SamplerArgs* __restrict__ args) {
+// One launch per step. Every block folds its share of the logits into one atomic maximum; the packed
+// value orders by logit, then by lower index (Hugging Face's argmax returns the first maximum). The
+// last block to finish (a ticket after a fence, so every block's maximum is visible) picks the token
+// (greedy: the maximum; else by sampling, with the whole block) and hands it on.
+extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample(const ac::SamplerArgs* __restrict__ args) {
   ac::wait_for_producer_grid();
   ac::launch_dependent_grids();
   const ac::SamplerArgs a = *args;
+  __shared__ ac::SampleShared s;
+  __shared__ unsigned long long warp_best[ac::kSampleThreads / 32];
+  __shared__ bool last_block;
   unsigned long long best = 0;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.V; i += gridDim.x * blockDim.x) {
     const unsigned long long packed = (static_cast<unsigned long long>(ac::order_key(ac::penalized_logit(a, i))) << 32) |
@@ -219,30 +225,34 @@ extern "C" __global__ void __launch_bounds__(256) ac_sample_argmax_partial(const
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) best = ac::max_u64(best, __shfl_xor_sync(0xffffffffu, best, offset));
-  __shared__ unsigned long long warp_best[8];
   if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < blockDim.x / 32; ++w) best = ac::max_u64(best, warp_best[w]);
-    atomicMax(a.argmax_slot, best);
+  if (threadIdx.x < 32) {
+    best = warp_best[threadIdx.x];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) best = ac::max_u64(best, __shfl_xor_sync(0xffffffffu, best, offset));
+    if (threadIdx.x == 0) {
+      atomicMax(a.argmax_slot, best);
+      __threadfence();
+      const bool last = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
+      if (last) {
+        __threadfence();
+        warp_best[0] = atomicAdd(a.argmax_slot, 0ull);  // every block's maximum, read through L2
+      }
+      last_block = last;
+    }
   }
-}
-
-// Second pass: picks the token (greedy: from the partial maxima; else by sampling) and hands it on.
-extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample_finish(const ac::SamplerArgs* __restrict__ args) {
-  ac::wait_for_producer_grid();
-  ac::launch_dependent_grids();
-  const ac::SamplerArgs a = *args;
-  __shared__ ac::SampleShared s;
-  int token;
-  if (a.temperature <= 0.f) {
-    token = static_cast<int>(0xFFFFFFFFu - static_cast<unsigned>(*a.argmax_slot & 0xFFFFFFFFull));
-  } else {
+  __syncthreads();
+  if (!last_block) return;
+  const int argmax = static_cast<int>(0xFFFFFFFFu - static_cast<unsigned>(warp_best[0] & 0xFFFFFFFFull));
+  int token = argmax;
+  if (a.temperature > 0.f) {
     token = ac::sample_token(a, s);
-    if (token < 0) token = static_cast<int>(0xFFFFFFFFu - static_cast<unsigned>(*a.argmax_slot & 0xFFFFFFFFull));
+    if (token < 0) token = argmax;
   }
   if (threadIdx.x == 0) {
     *a.argmax_slot = 0ull;
+    *a.blocks_done = 0u;
     const int step = *a.step;
     *a.next_token = token;
     if (step < a.history_capacity) a.history[step] = token;

@@ -13,14 +13,14 @@ namespace {
 
 // Host mirror of ac::SamplerArgs (src/kernels/sampling.cuh).
 struct SamplerArgs {
-  CUdeviceptr logits, next_token, pos, step, history, host_ring, seen, argmax_slot;
+  CUdeviceptr logits, next_token, pos, step, history, host_ring, seen, argmax_slot, blocks_done;
   int32_t V, ring, history_capacity, advance;
   float temperature;
   int32_t top_k;
   float top_p, repetition_penalty;
   uint64_t seed;
 };
-static_assert(sizeof(SamplerArgs) == 104, "SamplerArgs must match ac::SamplerArgs");
+static_assert(sizeof(SamplerArgs) == 112, "SamplerArgs must match ac::SamplerArgs");
 
 const tune::DriverApi& api() { return *tune::driver_api(); }
 
@@ -39,9 +39,8 @@ Expected<std::unique_ptr<DeviceSampler>> DeviceSampler::create(int64_t vocab, in
   if (compiled.empty() || !compiled[0].ok)
     return error(ErrorCode::kInternal, "NVRTC could not compile the sampling kernels: " + (compiled.empty() ? std::string() : compiled[0].log));
   AC_ASSIGN_OR_RETURN(s->module_, tune::CudaModule::load(compiled[0].cubin, "sampling kernels"));
-  AC_ASSIGN_OR_RETURN(s->partial_, s->module_->function("ac_sample_argmax_partial"));
-  AC_ASSIGN_OR_RETURN(s->finish_, s->module_->function("ac_sample_finish"));
-  s->partial_blocks_ = static_cast<int>(std::min<int64_t>(132, (vocab + 255) / 256));
+  AC_ASSIGN_OR_RETURN(s->kernel_, s->module_->function("ac_sample"));
+  s->blocks_ = static_cast<int>(std::min<int64_t>(132, (vocab + kThreads - 1) / kThreads));
   AC_ASSIGN_OR_RETURN(s->control_, tune::DeviceBuffer::allocate(64));
   AC_TRY(s->control_.fill_bytes(0));
   AC_ASSIGN_OR_RETURN(s->history_, tune::DeviceBuffer::allocate(static_cast<size_t>(s->history_capacity_) * 4));
@@ -73,6 +72,7 @@ Status DeviceSampler::upload_args(Use use) {
   a.host_ring = host_ring_device_;
   a.seen = seen_.ptr();
   a.argmax_slot = control_.ptr() + kArgmaxSlot;
+  a.blocks_done = control_.ptr() + kBlocksDone;
   a.V = static_cast<int32_t>(vocab_);
   a.ring = static_cast<int32_t>(kRing);
   a.history_capacity = static_cast<int32_t>(history_capacity_);
@@ -97,6 +97,8 @@ Status DeviceSampler::reset(std::span<const int32_t> prompt, const SamplingOptio
   AC_TRY(control_.upload(zero, sizeof(zero)));
   const uint64_t slot = 0;
   AC_TRY(control_.upload(&slot, sizeof(slot), kArgmaxSlot));
+  const uint32_t none_done = 0;
+  AC_TRY(control_.upload(&none_done, sizeof(none_done), kBlocksDone));
   AC_TRY(upload_args(Use::kDecode));
   return upload_args(Use::kPrefill);
 }
@@ -118,8 +120,7 @@ Status DeviceSampler::configure(Use use, CUdeviceptr logits, int advance) {
 
 Status DeviceSampler::enqueue(Use use, CUstream stream, bool programmatic) {
   const CUdeviceptr args = args_.ptr() + static_cast<size_t>(use) * sizeof(SamplerArgs);
-  AC_TRY(tune::launch_kernel(partial_, "ac_sample_argmax_partial", static_cast<unsigned>(partial_blocks_), 1, 1, 256, 0, stream, &args, programmatic));
-  return tune::launch_kernel(finish_, "ac_sample_finish", 1, 1, 1, 1024, 0, stream, &args, programmatic);
+  return tune::launch_kernel(kernel_, "ac_sample", static_cast<unsigned>(blocks_), 1, 1, kThreads, 0, stream, &args, programmatic);
 }
 
 int32_t DeviceSampler::token_of_step(int64_t step) const {

@@ -1,6 +1,6 @@
 // The device sampler (src/kernels/sampling.cuh): compiled through NVRTC when the engine loads, with
 // its state (position and step counters, next-token slot, history, the repetition-penalty mask, the
-// argmax slot) in device memory and its token ring in mapped pinned host memory. Two argument
+// argmax slot, the count of blocks done) in device memory and its token ring in mapped pinned host memory. Two argument
 // blocks live on the device, one for the token after prefill and one for the decode step, so the
 // decode graph is captured once and new sampling settings need only a copy.
 #pragma once
@@ -34,22 +34,23 @@ class DeviceSampler {
   Status set_next_token(int32_t token);
   // Where `use` reads its logits and how many positions the producing call consumed.
   Status configure(Use use, CUdeviceptr logits, int advance);
-  // Enqueues the two sampling launches for `use` (capturable); `programmatic`: with programmatic
+  // Enqueues the sampling launch for `use` (capturable); `programmatic`: with programmatic
   // dependent launch, as the decode step's kernels are.
   Status enqueue(Use use, CUstream stream, bool programmatic = false);
   // Token of step `step`, once the work that produced it has completed.
   int32_t token_of_step(int64_t step) const;
   static constexpr int64_t kRing = 4096;
-  static constexpr int kLaunches = 2;
+  static constexpr int kLaunches = 1;
 
  private:
   DeviceSampler() = default;
-  static constexpr size_t kNextToken = 0, kPosition = 4, kStep = 8, kArgmaxSlot = 16;
+  static constexpr size_t kNextToken = 0, kPosition = 4, kStep = 8, kArgmaxSlot = 16, kBlocksDone = 24;
+  static constexpr unsigned kThreads = 1024;  // ac::kSampleThreads: the last block samples with all of them
   int64_t vocab_ = 0, history_capacity_ = 0;
   std::unique_ptr<tune::CudaModule> module_;
-  CUfunction partial_ = nullptr, finish_ = nullptr;
-  int partial_blocks_ = 1;
-  tune::DeviceBuffer control_;   // next token, position, step, argmax slot
+  CUfunction kernel_ = nullptr;
+  int blocks_ = 1;
+  tune::DeviceBuffer control_;   // next token, position, step, argmax slot, blocks done
   tune::DeviceBuffer history_;   // [history_capacity] i32
   tune::DeviceBuffer seen_;      // [vocab] u8
   tune::DeviceBuffer args_;      // two SamplerArgs blocks
