@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -154,28 +155,56 @@ Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std
                                                     std::to_string(alternatives[s]));
   SequenceResult result;
   result.start = start;
+  // Each assignment is timed once during the search (the pairs below share many); the final
+  // comparison is timed afresh.
+  std::map<std::vector<int>, double> timed;
   auto measure = [&](const std::vector<int>& choice) -> Expected<double> {
     AC_ASSIGN_OR_RETURN(double us, time_unit(choice));
     result.trials.push_back({choice, us});
     return us;
   };
+  auto measure_once = [&](const std::vector<int>& choice) -> Expected<double> {
+    if (auto it = timed.find(choice); it != timed.end()) return it->second;
+    AC_ASSIGN_OR_RETURN(double us, measure(choice));
+    timed.emplace(choice, us);
+    return us;
+  };
   std::vector<int> current = start;
-  AC_ASSIGN_OR_RETURN(double current_us, measure(current));
+  AC_ASSIGN_OR_RETURN(double current_us, measure_once(current));
   result.start_us = current_us;
+  const size_t n = current.size();
   for (int pass = 0; pass < options.passes; ++pass) {
     bool changed = false;
-    for (size_t s = 0; s < current.size(); ++s) {
-      int best = current[s];
+    // Step s with the step after it (the last with the first: the next layer's), every combination
+    // of the two with the others fixed.
+    for (size_t s = 0; s < n; ++s) {
+      const size_t t = (s + 1) % n;
+      if (n == 2 && s == 1) break;  // the same pair as s = 0
+      std::vector<std::pair<std::vector<int>, double>> tried;
+      double fastest = current_us;
+      for (int a = 0; a < alternatives[s]; ++a)
+        for (int b = 0; b < (t == s ? 1 : alternatives[t]); ++b) {
+          std::vector<int> trial = current;
+          trial[s] = a;
+          if (t != s) trial[t] = b;
+          if (trial == current) continue;
+          AC_ASSIGN_OR_RETURN(double us, measure_once(trial));
+          tried.emplace_back(trial, us);
+          fastest = std::min(fastest, us);
+        }
+      // Of the assignments within the margin of the fastest, the one that changes one step rather
+      // than two (a change that gains less than the margin does not ride along), then the fastest.
+      std::vector<int> best = current;
       double best_us = current_us;
-      for (int a = 0; a < alternatives[s]; ++a) {
-        if (a == current[s]) continue;
-        std::vector<int> trial = current;
-        trial[s] = a;
-        AC_ASSIGN_OR_RETURN(double us, measure(trial));
-        if (us < best_us) best = a, best_us = us;
+      int best_changes = 0;
+      for (const auto& [trial, us] : tried) {
+        if (us > fastest * (1.0 + options.min_gain)) continue;
+        const int changes = (trial[s] != current[s]) + (t != s && trial[t] != current[t]);
+        if (best == current || changes < best_changes || (changes == best_changes && us < best_us))
+          best = trial, best_us = us, best_changes = changes;
       }
-      if (best != current[s] && best_us < current_us * (1.0 - options.min_gain)) {
-        current[s] = best;
+      if (best != current && best_us < current_us * (1.0 - options.min_gain)) {
+        current = best;
         current_us = best_us;
         changed = true;
       }
