@@ -37,8 +37,9 @@ using json = nlohmann::json;
 
 namespace {
 
-// 2: decode buckets of context, attention prologue; 3: a decode bucket of up to 512 keys.
-constexpr const char* kCompilerVersion = "agentcompile-compiler/3";
+// 2: decode buckets of context, attention prologue; 3: a decode bucket of up to 512 keys; 4: the layer
+// chain searched by pairs of regions (picks change, so artifacts of 3 are compiled again).
+constexpr const char* kCompilerVersion = "agentcompile-compiler/4";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
