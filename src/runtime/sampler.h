@@ -1,8 +1,8 @@
 // The device sampler (src/kernels/sampling.cuh): compiled through NVRTC when the engine loads, with
 // its state (position and step counters, next-token slot, history, the repetition-penalty mask, the
-// argmax slot, the count of blocks done) in device memory and its token ring in mapped pinned host memory. Two argument
-// blocks live on the device, one for the token after prefill and one for the decode step, so the
-// decode graph is captured once and new sampling settings need only a copy.
+// argmax slot, the count of blocks done) in device memory and its token ring in mapped pinned host
+// memory. Two argument blocks live on the device, one for the token after prefill and one for the
+// decode step, so the decode graph is captured once and new sampling settings need only a copy.
 #pragma once
 
 #include <filesystem>
