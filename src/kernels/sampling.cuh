@@ -130,7 +130,7 @@ __device__ unsigned radix_threshold(const SamplerArgs& a, SampleShared& s, float
   return s.prefix;
 }
 
-__device__ int sample_token(const SamplerArgs& a, SampleShared& s) {
+__device__ int sample_token(const SamplerArgs& a, SampleShared& s, int step) {
   const float inv_temperature = 1.f / a.temperature;
   // Maximum of the scaled logits.
   float local_max = -__int_as_float(0x7f800000);
@@ -182,7 +182,6 @@ __device__ int sample_token(const SamplerArgs& a, SampleShared& s) {
     __syncthreads();
   }
   const unsigned long long total = s.scan[kSampleThreads - 1];
-  const int step = *a.step;
   const double uniform = static_cast<double>(splitmix64(a.seed ^ (0xD1B54A32D192ED03ull * static_cast<unsigned long long>(step + 1))) >> 11) *
                          (1.0 / 9007199254740992.0);
   unsigned long long draw = static_cast<unsigned long long>(uniform * static_cast<double>(total));
@@ -210,12 +209,21 @@ __device__ int sample_token(const SamplerArgs& a, SampleShared& s) {
 // value orders by logit, then by lower index (Hugging Face's argmax returns the first maximum). The
 // last block to finish (a ticket after a fence, so every block's maximum is visible) picks the token
 // (greedy: the maximum; else by sampling, with the whole block) and hands it on.
+//
+// The kernel ends the decode step, so its latency is the step's: the arguments, the step and the
+// position are loaded before the producer wait, and their latency hides behind the LM head's tail.
+// No kernel of this step writes them: the host writes them before a request (or a prefill chunk),
+// and only this kernel advances the step and position, in the previous step's launch. That launch
+// has completed before this step's first kernel got past its producer wait, and so before any later
+// kernel of the step, this one included, could start.
 extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample(const ac::SamplerArgs* __restrict__ args) {
+  const ac::SamplerArgs a = *args;
+  const int step = *a.step, position = *a.pos;
   ac::wait_for_producer_grid();
   ac::launch_dependent_grids();
-  const ac::SamplerArgs a = *args;
   __shared__ ac::SampleShared s;
   __shared__ unsigned long long warp_best[ac::kSampleThreads / 32];
+  __shared__ unsigned long long maximum;
   __shared__ bool last_block;
   unsigned long long best = 0;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.V; i += gridDim.x * blockDim.x) {
@@ -237,29 +245,30 @@ extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample(const
       const bool last = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
       if (last) {
         __threadfence();
-        warp_best[0] = atomicAdd(a.argmax_slot, 0ull);  // every block's maximum, read through L2
+        maximum = atomicAdd(a.argmax_slot, 0ull);  // every block's maximum, read through L2
       }
       last_block = last;
     }
   }
   __syncthreads();
   if (!last_block) return;
-  const int argmax = static_cast<int>(0xFFFFFFFFu - static_cast<unsigned>(warp_best[0] & 0xFFFFFFFFull));
+  const int argmax = static_cast<int>(0xFFFFFFFFu - static_cast<unsigned>(maximum & 0xFFFFFFFFull));
   int token = argmax;
   if (a.temperature > 0.f) {
-    token = ac::sample_token(a, s);
+    token = ac::sample_token(a, s, step);
     if (token < 0) token = argmax;
   }
   if (threadIdx.x == 0) {
     *a.argmax_slot = 0ull;
     *a.blocks_done = 0u;
-    const int step = *a.step;
     *a.next_token = token;
     if (step < a.history_capacity) a.history[step] = token;
+    // The host reads the ring only after an event recorded behind this launch has completed, and a
+    // completed kernel's writes to mapped host memory are visible then: no system-scope fence, whose
+    // round trip over the bus would end every decode step.
     a.host_ring[step % a.ring] = token;
-    __threadfence_system();
     a.seen[token] = 1;
-    *a.pos += a.advance;
+    *a.pos = position + a.advance;
     *a.step = step + 1;
   }
 }

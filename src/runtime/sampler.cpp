@@ -41,7 +41,7 @@ Expected<std::unique_ptr<DeviceSampler>> DeviceSampler::create(int64_t vocab, in
   AC_ASSIGN_OR_RETURN(s->module_, tune::CudaModule::load(compiled[0].cubin, "sampling kernels"));
   AC_ASSIGN_OR_RETURN(s->kernel_, s->module_->function("ac_sample"));
   s->blocks_ = static_cast<int>(std::min<int64_t>(132, (vocab + kThreads - 1) / kThreads));
-  AC_ASSIGN_OR_RETURN(s->control_, tune::DeviceBuffer::allocate(64));
+  AC_ASSIGN_OR_RETURN(s->control_, tune::DeviceBuffer::allocate(kControlBytes));
   AC_TRY(s->control_.fill_bytes(0));
   AC_ASSIGN_OR_RETURN(s->history_, tune::DeviceBuffer::allocate(static_cast<size_t>(s->history_capacity_) * 4));
   AC_ASSIGN_OR_RETURN(s->seen_, tune::DeviceBuffer::allocate(static_cast<size_t>(vocab)));
@@ -93,12 +93,9 @@ Status DeviceSampler::reset(std::span<const int32_t> prompt, const SamplingOptio
   for (int32_t id : prompt)
     if (id >= 0 && id < vocab_) seen[static_cast<size_t>(id)] = 1;
   AC_TRY(seen_.upload(seen.data(), seen.size()));
-  const int32_t zero[4] = {0, 0, 0, 0};
+  // Next token, position, step, the argmax slot and the block counter, all zero.
+  const uint8_t zero[kControlBytes] = {};
   AC_TRY(control_.upload(zero, sizeof(zero)));
-  const uint64_t slot = 0;
-  AC_TRY(control_.upload(&slot, sizeof(slot), kArgmaxSlot));
-  const uint32_t none_done = 0;
-  AC_TRY(control_.upload(&none_done, sizeof(none_done), kBlocksDone));
   AC_TRY(upload_args(Use::kDecode));
   return upload_args(Use::kPrefill);
 }

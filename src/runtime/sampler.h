@@ -44,7 +44,7 @@ class DeviceSampler {
 
  private:
   DeviceSampler() = default;
-  static constexpr size_t kNextToken = 0, kPosition = 4, kStep = 8, kArgmaxSlot = 16, kBlocksDone = 24;
+  static constexpr size_t kNextToken = 0, kPosition = 4, kStep = 8, kArgmaxSlot = 16, kBlocksDone = 24, kControlBytes = 32;
   static constexpr unsigned kThreads = 1024;  // ac::kSampleThreads: the last block samples with all of them
   int64_t vocab_ = 0, history_capacity_ = 0;
   std::unique_ptr<tune::CudaModule> module_;
