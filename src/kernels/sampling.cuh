@@ -1,9 +1,9 @@
 // Token sampling on the device, the last step of prefill and of every decode step: greedy argmax, or
 // temperature + top-k + top-p sampling, with the repetition penalty and a seeded counter-based RNG.
-// The kernels read their arguments from device memory, so a captured graph picks up new sampling
-// settings without being captured again. The chosen token is written where the next decode step reads it, the position counter advances,
-// and the token goes to a history on the device and to a ring in mapped host memory, so a captured
-// decode graph replays with no host synchronization. A runtime kernel: compiled by the engine through
+// The kernel reads its arguments from device memory, so a captured graph picks up new sampling
+// settings without being captured again. The chosen token is written where the next decode step
+// reads it, the position counter advances, and the token goes to a history on the device and to a
+// ring in mapped host memory, so a captured decode graph replays with no host synchronization. A runtime kernel: compiled by the engine through
 // NVRTC, not chosen per region by the compiler.
 //
 // Order of operations follows Hugging Face `generate`: repetition penalty (divide positive logits,

@@ -40,7 +40,7 @@ Expected<std::unique_ptr<DeviceSampler>> DeviceSampler::create(int64_t vocab, in
     return error(ErrorCode::kInternal, "NVRTC could not compile the sampling kernels: " + (compiled.empty() ? std::string() : compiled[0].log));
   AC_ASSIGN_OR_RETURN(s->module_, tune::CudaModule::load(compiled[0].cubin, "sampling kernels"));
   AC_ASSIGN_OR_RETURN(s->kernel_, s->module_->function("ac_sample"));
-  s->blocks_ = static_cast<int>(std::min<int64_t>(132, (vocab + kThreads - 1) / kThreads));
+  s->blocks_ = static_cast<int>(std::min<int64_t>(kMaxBlocks, (vocab + kThreads - 1) / kThreads));
   AC_ASSIGN_OR_RETURN(s->control_, tune::DeviceBuffer::allocate(kControlBytes));
   AC_TRY(s->control_.fill_bytes(0));
   AC_ASSIGN_OR_RETURN(s->history_, tune::DeviceBuffer::allocate(static_cast<size_t>(s->history_capacity_) * 4));

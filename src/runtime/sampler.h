@@ -46,6 +46,9 @@ class DeviceSampler {
   DeviceSampler() = default;
   static constexpr size_t kNextToken = 0, kPosition = 4, kStep = 8, kArgmaxSlot = 16, kBlocksDone = 24, kControlBytes = 32;
   static constexpr unsigned kThreads = 1024;  // ac::kSampleThreads: the last block samples with all of them
+  // One block per SM of an H100/H200 at most; on an H200, 32 blocks decode as fast as 132 and 8 are
+  // 3 us per token slower (decode-round11/call5-sampler-launch.txt).
+  static constexpr int64_t kMaxBlocks = 132;
   int64_t vocab_ = 0, history_capacity_ = 0;
   std::unique_ptr<tune::CudaModule> module_;
   CUfunction kernel_ = nullptr;
