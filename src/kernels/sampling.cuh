@@ -3,8 +3,8 @@
 // The kernel reads its arguments from device memory, so a captured graph picks up new sampling
 // settings without being captured again. The chosen token is written where the next decode step
 // reads it, the position counter advances, and the token goes to a history on the device and to a
-// ring in mapped host memory, so a captured decode graph replays with no host synchronization. A runtime kernel: compiled by the engine through
-// NVRTC, not chosen per region by the compiler.
+// ring in mapped host memory, so a captured decode graph replays with no host synchronization.
+// A runtime kernel: compiled by the engine through NVRTC, not chosen per region by the compiler.
 //
 // Order of operations follows Hugging Face `generate`: repetition penalty (divide positive logits,
 // multiply negative ones, for every token already in the prompt or the output), temperature, top-k
