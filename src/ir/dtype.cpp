@@ -20,7 +20,7 @@ constexpr DTypeInfo kInfos[] = {
     {DType::kF32, "f32", 4, 1},     {DType::kF16, "f16", 2, 1},      {DType::kBF16, "bf16", 2, 1},
     {DType::kI32, "i32", 4, 1},     {DType::kI64, "i64", 8, 1},      {DType::kQ8_0, "q8_0", 34, 32},
     {DType::kQ4_0, "q4_0", 18, 32}, {DType::kQ4_1, "q4_1", 20, 32},  {DType::kQ4_K, "q4_k", 144, 256},
-    {DType::kQ6_K, "q6_k", 210, 256},
+    {DType::kQ6_K, "q6_k", 210, 256}, {DType::kBool, "bool", 1, 1},
 };
 
 const DTypeInfo& info(DType dtype) {

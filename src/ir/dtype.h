@@ -1,6 +1,7 @@
 // Element types of IR values and of stored tensors.
 //
-// Activations and weights use f32/f16/bf16/i32. Quantized types name how a GGUF tensor is stored on
+// Activations and weights use f32/f16/bf16/i32; bool (one byte, 0 or 1) is what comparisons return
+// and masks are made of. Quantized types name how a GGUF tensor is stored on
 // disk; the frontend dequantizes them before a tensor reaches the IR, so graphs never carry them as
 // value types, but weight stores report them so `inspect` can say what the file held.
 #pragma once
@@ -24,9 +25,10 @@ enum class DType : uint8_t {
   kQ4_1,
   kQ4_K,
   kQ6_K,
+  kBool,
 };
 
-// "f32", "f16", "bf16", "i32", "i64", "q8_0", ...
+// "f32", "f16", "bf16", "i32", "i64", "bool", "q8_0", ...
 std::string_view dtype_name(DType dtype);
 std::optional<DType> parse_dtype(std::string_view name);
 

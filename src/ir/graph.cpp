@@ -45,6 +45,15 @@ std::string attr_to_string(const AttrValue& value) {
     }
     return quoted + "\"";
   }
+  if (const auto* floats = std::get_if<FloatList>(&value)) {
+    // Each element as a float (so the list never reads back as dims), comma separated.
+    std::string text = "[";
+    for (size_t i = 0; i < floats->size(); ++i) {
+      if (i) text += ", ";
+      text += attr_to_string(AttrValue{(*floats)[i]});
+    }
+    return text + "]";
+  }
   return shape_to_string(std::get<std::vector<Dim>>(value));
 }
 
@@ -80,6 +89,13 @@ std::vector<Dim> Node::dims_attr(const std::string& key) const {
   return {};
 }
 
+FloatList Node::floats_attr(const std::string& key) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return {};
+  if (const auto* floats = std::get_if<FloatList>(&it->second)) return *floats;
+  return {};
+}
+
 const ParamDecl* Module::find_param(const std::string& param_name) const {
   for (const auto& param : params)
     if (param.name == param_name) return &param;
@@ -99,7 +115,7 @@ const Function* Module::find_function(const std::string& function_name) const {
 }
 
 bool operator==(const Node& a, const Node& b) {
-  return a.op == b.op && a.operands == b.operands && a.attrs == b.attrs && a.result == b.result;
+  return a.op == b.op && a.operands == b.operands && a.attrs == b.attrs && a.result == b.result && a.loc == b.loc;
 }
 bool operator==(const Value& a, const Value& b) {
   return a.name == b.name && a.type == b.type && a.producer == b.producer;
@@ -108,7 +124,9 @@ bool operator==(const Function& a, const Function& b) {
   return a.name == b.name && a.args == b.args && a.nodes == b.nodes && a.results == b.results &&
          a.values == b.values;
 }
-bool operator==(const ParamDecl& a, const ParamDecl& b) { return a.name == b.name && a.type == b.type; }
+bool operator==(const ParamDecl& a, const ParamDecl& b) {
+  return a.name == b.name && a.type == b.type && a.alias_of == b.alias_of && a.alias_row == b.alias_row;
+}
 bool operator==(const StateDecl& a, const StateDecl& b) { return a.name == b.name && a.type == b.type; }
 bool operator==(const Module& a, const Module& b) {
   return a.name == b.name && a.params == b.params && a.states == b.states && a.functions == b.functions;

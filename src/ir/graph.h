@@ -17,8 +17,10 @@
 
 namespace agentcompile::ir {
 
-// Attribute values: integers, floats, strings and dimension lists (shapes, permutations).
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<Dim>>;
+// Attribute values: integers, floats, strings, dimension lists (shapes, permutations) and float lists
+// (a constant's elements, a RoPE inverse-frequency table).
+using FloatList = std::vector<double>;
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<Dim>, FloatList>;
 using Attrs = std::map<std::string, AttrValue>;
 
 std::string attr_to_string(const AttrValue& value);
@@ -37,11 +39,16 @@ struct Node {
   std::vector<ValueId> operands;
   Attrs attrs;
   ValueId result = kNoValue;
+  // Where the node came from ("modeling_qwen3.py:85 in forward" for a captured graph; empty for built
+  // ones): named in errors, never part of a region's signature.
+  std::string loc;
 
   int64_t int_attr(const std::string& key, int64_t fallback = 0) const;
   double float_attr(const std::string& key, double fallback = 0.0) const;
   std::string string_attr(const std::string& key, const std::string& fallback = "") const;
   std::vector<Dim> dims_attr(const std::string& key) const;
+  FloatList floats_attr(const std::string& key) const;
+  bool has_attr(const std::string& key) const { return attrs.count(key) > 0; }
 };
 
 struct Function {
@@ -58,6 +65,11 @@ struct Function {
 struct ParamDecl {
   std::string name;  // Hugging Face tensor name, e.g. model.layers.0.self_attn.q_proj.weight
   TensorType type;   // always static
+  // An alias names rows [alias_row, alias_row + type.shape[0]) of another parameter's leading axis
+  // (a part of a fused QKV or gate/up weight): no tensor of its own, the same bytes at an offset.
+  std::string alias_of;
+  int64_t alias_row = 0;
+  bool is_alias() const { return !alias_of.empty(); }
 };
 
 struct StateDecl {

@@ -1,5 +1,6 @@
 // Result-type inference for every op, following the semantics documented in ir/ops.h.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "ir/graph.h"
@@ -65,6 +66,41 @@ bool is_sane_shape(const Shape& shape) {
   return true;
 }
 
+bool is_numeric(DType dtype) { return is_float(dtype) || dtype == DType::kI32; }
+
+// A plain dtype named by a string attribute (constant, arange, cast).
+Expected<DType> dtype_attr(const Node& node, const char* key) {
+  auto dtype = parse_dtype(node.string_attr(key));
+  if (!dtype || is_quantized(*dtype) || *dtype == DType::kI64)
+    return op_error(node, std::string("attr ") + key + " '" + node.string_attr(key) + "' is not one of f32, f16, bf16, i32, bool");
+  return *dtype;
+}
+
+// The rows a state's first axis has; the state shape with dim `axis` replaced by `rows`.
+Shape replace_dim(const Shape& shape, size_t axis, const Dim& dim) {
+  Shape out = shape;
+  out[axis] = dim;
+  return out;
+}
+
+Status check_rope_frequencies(const Node& node, const TensorType& x) {
+  const Dim& d = x.shape[2];
+  if (!d.is_static() || d.value % 2 != 0 || d.value <= 0) return op_error(node, "head dim must be static, even and positive");
+  if (node.has_attr("inv_freq")) {
+    if (node.has_attr("theta")) return op_error(node, "give either attr inv_freq or attr theta, not both");
+    const FloatList table = node.floats_attr("inv_freq");
+    if (static_cast<int64_t>(table.size()) != d.value / 2)
+      return op_error(node, "attr inv_freq must be a float list of " + std::to_string(d.value / 2) + " values (D/2)");
+    for (double f : table)
+      if (!std::isfinite(f)) return op_error(node, "attr inv_freq holds a value that is not finite");
+    return Status::ok();
+  }
+  const std::string scaling = node.string_attr("scaling", "none");
+  if (scaling != "none" && scaling != "llama3") return op_error(node, "unknown scaling '" + scaling + "'");
+  if (!(node.float_attr("theta") > 0)) return op_error(node, "attr theta must be positive (or give attr inv_freq)");
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<TensorType> infer_result_type(const Module& module, const Function& function, const Node& node) {
@@ -123,21 +159,83 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
-    case OpKind::kDiv: {
+    case OpKind::kDiv:
+    case OpKind::kPow:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
+    case OpKind::kEq:
+    case OpKind::kNe:
+    case OpKind::kLt:
+    case OpKind::kLe:
+    case OpKind::kGt:
+    case OpKind::kGe:
+    case OpKind::kLogicalAnd:
+    case OpKind::kLogicalOr: {
       if (in[0].dtype != in[1].dtype)
         return op_error(node, "dtypes differ: " + in[0].to_string() + " vs " + in[1].to_string());
+      const bool logical = node.op == OpKind::kLogicalAnd || node.op == OpKind::kLogicalOr;
+      const bool float_only = node.op == OpKind::kPow || node.op == OpKind::kMaximum || node.op == OpKind::kMinimum;
+      if (logical && in[0].dtype != DType::kBool) return op_error(node, "needs bool operands, got " + in[0].to_string());
+      if (float_only && !is_float(in[0].dtype)) return op_error(node, "needs float operands, got " + in[0].to_string());
+      if (!logical && !is_comparison(node.op) && !is_numeric(in[0].dtype))
+        return op_error(node, "needs float or i32 operands, got " + in[0].to_string());
       AC_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(node, in[0].shape, in[1].shape));
-      return TensorType{in[0].dtype, out};
+      return TensorType{is_comparison(node.op) || logical ? DType::kBool : in[0].dtype, out};
     }
+    case OpKind::kWhere: {
+      if (in[0].dtype != DType::kBool) return op_error(node, "condition must be bool, got " + in[0].to_string());
+      if (in[1].dtype != in[2].dtype)
+        return op_error(node, "dtypes differ: " + in[1].to_string() + " vs " + in[2].to_string());
+      AC_ASSIGN_OR_RETURN(Shape ab, broadcast_shapes(node, in[1].shape, in[2].shape));
+      AC_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(node, in[0].shape, ab));
+      return TensorType{in[1].dtype, out};
+    }
+    case OpKind::kLog:
+    case OpKind::kLog1p:
+    case OpKind::kExpm1:
+    case OpKind::kSqrt:
+    case OpKind::kRsqrt:
+    case OpKind::kTanh:
+    case OpKind::kSigmoid:
+    case OpKind::kRelu:
+    case OpKind::kErf:
+    case OpKind::kSin:
+    case OpKind::kCos:
+    case OpKind::kReciprocal:
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+    case OpKind::kLeakyRelu:
+    case OpKind::kClamp:
+      if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
+      if (node.op == OpKind::kClamp && !node.has_attr("lo") && !node.has_attr("hi"))
+        return op_error(node, "needs attr lo, attr hi or both");
+      if (node.op == OpKind::kLeakyRelu && !node.has_attr("slope")) return op_error(node, "missing attr slope");
+      return in[0];
+    case OpKind::kGelu: {
+      if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
+      const std::string approximate = node.string_attr("approximate", "none");
+      if (approximate != "none" && approximate != "tanh")
+        return op_error(node, "attr approximate must be \"none\" or \"tanh\", got '" + approximate + "'");
+      return in[0];
+    }
+    case OpKind::kAbs:
+    case OpKind::kSign:
+      if (!is_numeric(in[0].dtype)) return op_error(node, "needs a float or i32 operand, got " + in[0].to_string());
+      return in[0];
+    case OpKind::kLogicalNot:
+      if (in[0].dtype != DType::kBool) return op_error(node, "needs a bool operand, got " + in[0].to_string());
+      return in[0];
     case OpKind::kSilu:
     case OpKind::kExp:
-    case OpKind::kNeg:
       if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
       return in[0];
+    case OpKind::kNeg:
+      if (!is_numeric(in[0].dtype)) return op_error(node, "needs a float or i32 operand, got " + in[0].to_string());
+      return in[0];
     case OpKind::kCast: {
-      auto dtype = parse_dtype(node.string_attr("dtype"));
-      if (!dtype || is_quantized(*dtype)) return op_error(node, "attr dtype '" + node.string_attr("dtype") + "' is not a plain dtype");
-      return TensorType{*dtype, in[0].shape};
+      AC_ASSIGN_OR_RETURN(DType dtype, dtype_attr(node, "dtype"));
+      return TensorType{dtype, in[0].shape};
     }
     case OpKind::kRmsNorm: {
       if (in[0].shape.empty() || in[1].shape.size() != 1 || in[1].shape[0] != in[0].shape.back())
@@ -145,14 +243,19 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       if (!node.attrs.count("eps")) return op_error(node, "missing attr eps");
       return in[0];
     }
+    case OpKind::kLayerNorm: {
+      if (in[0].shape.empty() || !is_float(in[0].dtype)) return op_error(node, "x must be a float tensor of rank >= 1, got " + in[0].to_string());
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i].shape.size() != 1 || in[i].shape[0] != in[0].shape.back())
+          return op_error(node, (i == 1 ? "weight " : "bias ") + in[i].to_string() + " does not match last axis of " + in[0].to_string());
+      if (!node.attrs.count("eps")) return op_error(node, "missing attr eps");
+      return in[0];
+    }
     case OpKind::kRope: {
       if (in[0].shape.size() != 3) return op_error(node, "x must be [T, heads, D], got " + in[0].to_string());
       if (!is_scalar_i32(in[1])) return op_error(node, "pos must be i32[], got " + in[1].to_string());
-      const Dim& d = in[0].shape[2];
-      if (!d.is_static() || d.value % 2 != 0) return op_error(node, "head dim must be static and even");
-      const std::string scaling = node.string_attr("scaling", "none");
-      if (scaling != "none" && scaling != "llama3") return op_error(node, "unknown scaling '" + scaling + "'");
-      if (node.float_attr("theta") <= 0) return op_error(node, "attr theta must be positive");
+      if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
+      AC_TRY(check_rope_frequencies(node, in[0]));
       return in[0];
     }
     case OpKind::kReshape:
@@ -204,6 +307,111 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       if (out != target) return op_error(node, "cannot broadcast " + in[0].to_string() + " to " + shape_to_string(target));
       return TensorType{in[0].dtype, target};
     }
+    case OpKind::kConcat: {
+      const int64_t axis = normalize_axis(node.int_attr("axis"), in[0].shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      Shape out = in[0].shape;
+      for (size_t i = 1; i < in.size(); ++i) {
+        if (in[i].dtype != in[0].dtype || in[i].shape.size() != out.size())
+          return op_error(node, "operand " + std::to_string(i) + " " + in[i].to_string() + " does not match " + in[0].to_string());
+        for (size_t d = 0; d < out.size(); ++d) {
+          if (static_cast<int64_t>(d) == axis) continue;
+          if (in[i].shape[d] != out[d])
+            return op_error(node, "operand " + std::to_string(i) + " " + in[i].to_string() + " differs from " +
+                                      in[0].to_string() + " off the concat axis");
+        }
+        const Dim& a = out[axis];
+        const Dim& b = in[i].shape[axis];
+        if (!a.is_static() || !b.is_static())
+          return op_error(node, "concat along a symbolic dim (" + in[0].to_string() + ", " + in[i].to_string() + ") is not supported");
+        out[axis] = Dim::of(a.value + b.value);
+      }
+      return TensorType{in[0].dtype, out};
+    }
+    case OpKind::kFlip:
+      if (normalize_axis(node.int_attr("axis"), in[0].shape.size()) < 0)
+        return op_error(node, "axis out of range for " + in[0].to_string());
+      return in[0];
+    case OpKind::kConstant: {
+      AC_ASSIGN_OR_RETURN(DType dtype, dtype_attr(node, "dtype"));
+      const Shape shape = node.dims_attr("shape");
+      if (!shape_is_static(shape) || !is_sane_shape(shape)) return op_error(node, "attr shape must be static, got " + shape_to_string(shape));
+      const bool splat = node.has_attr("value");
+      const bool dense = node.has_attr("values");
+      if (splat == dense) return op_error(node, "needs exactly one of attr value and attr values");
+      if (dense && static_cast<int64_t>(node.floats_attr("values").size()) != static_elements(shape))
+        return op_error(node, "attr values holds " + std::to_string(node.floats_attr("values").size()) + " numbers for shape " +
+                                  shape_to_string(shape));
+      return TensorType{dtype, shape};
+    }
+    case OpKind::kArange: {
+      AC_ASSIGN_OR_RETURN(DType dtype, dtype_attr(node, "dtype"));
+      if (dtype == DType::kBool) return op_error(node, "attr dtype must be i32 or a float");
+      const Shape length = node.dims_attr("length");
+      if (length.size() != 1 || (length[0].is_static() && length[0].value < 0))
+        return op_error(node, "attr length must be one dim (a size, T or L)");
+      return TensorType{dtype, length};
+    }
+    case OpKind::kIndexSelect: {
+      const int64_t axis = normalize_axis(node.int_attr("axis"), in[0].shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      if (in[1].dtype != DType::kI32 || in[1].shape.size() != 1) return op_error(node, "index must be i32[n], got " + in[1].to_string());
+      return TensorType{in[0].dtype, replace_dim(in[0].shape, static_cast<size_t>(axis), in[1].shape[0])};
+    }
+    case OpKind::kGather: {
+      const int64_t axis = normalize_axis(node.int_attr("axis"), in[0].shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      if (in[1].dtype != DType::kI32 || in[1].shape.size() != in[0].shape.size())
+        return op_error(node, "index must be i32 of x's rank, got " + in[1].to_string() + " for " + in[0].to_string());
+      return TensorType{in[0].dtype, in[1].shape};
+    }
+    case OpKind::kIndexCopy: {
+      const std::string state_name = node.string_attr("state");
+      const StateDecl* state = module.find_state(state_name);
+      if (!state) return op_error(node, "module has no state named '" + state_name + "'");
+      const int64_t axis = normalize_axis(node.int_attr("axis"), state->type.shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for state " + state_name + " " + state->type.to_string());
+      if (in[1].dtype != DType::kI32 || in[1].shape.size() != 1) return op_error(node, "index must be i32[n], got " + in[1].to_string());
+      const TensorType expected{state->type.dtype, replace_dim(state->type.shape, static_cast<size_t>(axis), in[1].shape[0])};
+      if (in[0] != expected)
+        return op_error(node, "source " + in[0].to_string() + " does not fit state " + state_name + " " + state->type.to_string() +
+                                  " (expected " + expected.to_string() + ")");
+      return state->type;
+    }
+    case OpKind::kSdpa: {
+      const auto& q = in[0];
+      const auto& k = in[1];
+      const auto& v = in[2];
+      const size_t r = q.shape.size();
+      if (r < 3 || k.shape.size() != r || v.shape.size() != r)
+        return op_error(node, "expects q[..., NH, S, D], k and v of the same rank >= 3, got " + q.to_string() + ", " + k.to_string() + ", " + v.to_string());
+      if (!is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype) return op_error(node, "q, k and v must share one float dtype");
+      for (size_t i = 0; i + 3 < r; ++i)
+        if (q.shape[i] != k.shape[i] || q.shape[i] != v.shape[i]) return op_error(node, "batch dims differ: " + q.to_string() + " vs " + k.to_string());
+      if (q.shape[r - 1] != k.shape[r - 1]) return op_error(node, "head dims of q and k differ: " + q.to_string() + " vs " + k.to_string());
+      if (k.shape[r - 2] != v.shape[r - 2] || k.shape[r - 3] != v.shape[r - 3])
+        return op_error(node, "k and v disagree: " + k.to_string() + " vs " + v.to_string());
+      const Dim& heads = q.shape[r - 3];
+      const Dim& kv_heads = k.shape[r - 3];
+      if (node.int_attr("gqa", 0) != 0) {
+        if (!heads.is_static() || !kv_heads.is_static() || kv_heads.value <= 0 || heads.value % kv_heads.value != 0)
+          return op_error(node, "query heads must be a multiple of kv heads: " + q.to_string() + " vs " + k.to_string());
+      } else if (heads != kv_heads) {
+        return op_error(node, "query and key heads differ without attr gqa: " + q.to_string() + " vs " + k.to_string());
+      }
+      if (!node.attrs.count("scale")) return op_error(node, "missing attr scale");
+      Shape out = q.shape;
+      out[r - 1] = v.shape[r - 1];
+      if (in.size() == 4) {
+        if (in[3].dtype != DType::kBool && in[3].dtype != q.dtype)
+          return op_error(node, "mask must be bool or q's dtype, got " + in[3].to_string());
+        Shape scores = q.shape;
+        scores[r - 1] = k.shape[r - 2];
+        AC_ASSIGN_OR_RETURN(Shape joined, broadcast_shapes(node, in[3].shape, scores));
+        if (joined != scores) return op_error(node, "mask " + in[3].to_string() + " does not broadcast to " + shape_to_string(scores));
+      }
+      return TensorType{q.dtype, out};
+    }
     case OpKind::kKvAppend: {
       const std::string state_name = node.string_attr("state");
       const StateDecl* state = module.find_state(state_name);
@@ -226,25 +434,39 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
         return op_error(node, "query heads must be a multiple of kv heads: " + q.to_string() + " vs " + k.to_string());
       if (!is_scalar_i32(in[3])) return op_error(node, "pos must be i32[], got " + in[3].to_string());
       if (!node.attrs.count("scale")) return op_error(node, "missing attr scale");
+      if (node.int_attr("window", 0) < 0) return op_error(node, "attr window must be >= 0");
       return q;
     }
     case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
       if (normalize_axis(node.int_attr("axis", -1), in[0].shape.size()) < 0)
         return op_error(node, "axis out of range for " + in[0].to_string());
+      if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
+      return in[0];
+    case OpKind::kCumsum:
+    case OpKind::kCumprod:
+      if (normalize_axis(node.int_attr("axis", -1), in[0].shape.size()) < 0)
+        return op_error(node, "axis out of range for " + in[0].to_string());
+      if (!is_numeric(in[0].dtype)) return op_error(node, "needs a float or i32 operand, got " + in[0].to_string());
       return in[0];
     case OpKind::kReduceSum:
     case OpKind::kReduceMax:
+    case OpKind::kReduceMin:
     case OpKind::kReduceMean:
-    case OpKind::kArgmax: {
+    case OpKind::kReduceProd:
+    case OpKind::kArgmax:
+    case OpKind::kArgmin: {
       const int64_t axis = normalize_axis(node.int_attr("axis", -1), in[0].shape.size());
       if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      const bool index = node.op == OpKind::kArgmax || node.op == OpKind::kArgmin;
+      if (node.op == OpKind::kReduceMean ? !is_float(in[0].dtype) : !is_numeric(in[0].dtype))
+        return op_error(node, "cannot reduce " + in[0].to_string());
       Shape out = in[0].shape;
-      const bool keepdim = node.op != OpKind::kArgmax && node.int_attr("keepdim", 0) != 0;
-      if (keepdim)
+      if (node.int_attr("keepdim", 0) != 0)
         out[axis] = Dim::of(1);
       else
         out.erase(out.begin() + axis);
-      return TensorType{node.op == OpKind::kArgmax ? DType::kI32 : in[0].dtype, out};
+      return TensorType{index ? DType::kI32 : in[0].dtype, out};
     }
   }
   return op_error(node, "no type rule");

@@ -1,28 +1,84 @@
 // The IR's operations and what each one means.
 //
-// Semantics (the reference interpreter implements exactly these; shapes use T tokens, H hidden):
+// Two levels of ops share one graph. Semantic ops (rmsnorm, rope, attention, kv_append, silu, softmax)
+// are what the graph builders write and what the kernel families implement. Primitive ops (core ATen's
+// vocabulary: pow, rsqrt, sigmoid, concat, where, sdpa, index_copy, ...) are what a graph captured from
+// PyTorch is made of; analysis/recognize raises primitive sequences to semantic ops, and what it does
+// not raise is compiled as it is (generic elementwise/reduction families, or the reference kernel).
+//
+// Semantics (the reference interpreter implements exactly these; shapes use T tokens, H hidden, L
+// cache rows; "float" means f32/f16/bf16, "int" means i32, "bool" is a 0/1 byte):
+//
+// Sources
 //   weight        ()                         -> the module parameter named by attr `name`
-//   embedding     (table[V,H], ids i32[T])   -> [T,H]         rows of table
+//   constant      ()                         -> a tensor of attr `dtype` and static attr `shape`, filled with
+//                                               attr `value` (one number) or attr `values` (every element,
+//                                               row-major; a float list). Ints and bools are whole numbers.
+//   arange        ()                         -> [length] of attr `dtype` (i32 or a float): start + i * step;
+//                                               attrs start, step (numbers), length (a dim: static, T or L)
+// Gathers
+//   embedding     (table[V,H], ids i32[N])   -> [N,H]         rows of table; an id outside [0, V) is an error
+//   index_select  (x, idx i32[n])            -> x with dim `axis` replaced by n: x.index_select(axis, idx)
+//   gather        (x, idx i32)               -> idx's shape: out[..i..] = x[..idx[..i..] at `axis`..]
+//                                               (torch.gather); idx has x's rank, other dims <= x's
+// Matmuls
 //   linear        (x[...,K], w[N,K], b[N]?)  -> [...,N]       x @ w^T (+ b); w keeps Hugging Face layout
-//   matmul        (a[...,M,K], b[...,K,N])   -> [...,M,N]     batch dims must match
-//   add sub mul div (a, b)                   -> broadcast(a,b) numpy broadcasting over trailing dims
-//   silu exp neg  (x)                        -> x
-//   cast          (x)                        -> x with dtype attr `dtype`
+//   matmul        (a[...,M,K], b[...,K,N])   -> [...,M,N]     equal ranks >= 2, batch dims must match
+// Pointwise, binary (equal dtypes; numpy broadcasting over trailing dims, a static 1 stretches)
+//   add sub mul div                          -> float or int (int division truncates toward zero)
+//   pow maximum minimum                      -> float (pow(x, y) = x^y; maximum/minimum propagate NaN)
+//   eq ne lt le gt ge                        -> bool, on float, int or bool operands
+//   logical_and logical_or                   -> bool, on bool operands
+//   where         (cond bool, a, b)          -> broadcast of the three, a's dtype: cond ? a : b
+// Pointwise, unary (the result has x's dtype and shape)
+//   silu exp neg log log1p expm1 sqrt rsqrt abs tanh sigmoid relu erf sin cos reciprocal floor ceil
+//   round sign                               -> float; round is half-to-even; neg/abs/sign also on int
+//   gelu          (x)                        -> float; attr approximate "none" (erf) or "tanh"
+//   leaky_relu    (x)                        -> x >= 0 ? x : slope * x; attr slope
+//   clamp         (x)                        -> min(max(x, lo), hi); attrs lo and/or hi (each optional)
+//   logical_not   (x bool)                   -> bool
+//   cast          (x)                        -> x with dtype attr `dtype`; float->int truncates toward zero
+//                                               (saturating, NaN -> 0); to bool: x != 0
+// Norms and rotary embedding
 //   rmsnorm       (x[...,D], w[D])           -> x * rsqrt(mean(x^2) + eps) * w over the last axis; attr eps
+//   layer_norm    (x[...,D], w[D]?, b[D]?)   -> (x - mean) * rsqrt(var + eps) (* w) (+ b) over the last axis,
+//                                               var the biased variance; attr eps
 //   rope          (x[T,NH,D], pos i32[])     -> rotary embedding, rotate-half (NeoX/HF) layout; row t sits at
-//                                               position pos+t. attrs theta, scaling ("none"|"llama3"),
-//                                               factor, low_freq_factor, high_freq_factor, original_max_position
+//                                               position pos+t. The inverse frequencies [D/2] are either given
+//                                               by attrs theta, scaling ("none"|"llama3"), factor,
+//                                               low_freq_factor, high_freq_factor, original_max_position, or
+//                                               listed as attr `inv_freq` (a float list, used as f32). Optional
+//                                               attr `scale` multiplies cos and sin (default 1).
+// Layout
 //   reshape view  (x)                        -> attr `shape` (same element count; view never copies)
-//   transpose     (x)                        -> attr `perm`
+//   transpose     (x)                        -> attr `perm` (out dim i is x dim perm[i])
 //   slice         (x)                        -> attrs axis, start (negative counts from the end), length
 //   broadcast     (x)                        -> attr `shape` (numpy broadcasting of x to it)
+//   concat        (x0, x1, ...)              -> joined along attr `axis`; equal dtypes, other dims equal
+//   flip          (x)                        -> reversed along attr `axis`
+// Side effects (each names a module state and returns the whole state after the write)
 //   kv_append     (x[T,KV,D], pos i32[])     -> writes x into rows [pos, pos+T) of the state named by attr
-//                                               `state` and returns that cache, [L,KV,D]; a side effect
+//                                               `state`; returns the state, [L,KV,D]
+//   index_copy    (src, idx i32[n])          -> writes src's slices into the state named by attr `state` at
+//                                               the positions idx along attr `axis`; src is the state's
+//                                               shape with that dim replaced by n; returns the state
+// Attention
 //   attention     (q[T,NH,D], k[L,KV,D], v[L,KV,D], pos i32[]) -> [T,NH,D]; query t sees keys 0..pos+t
-//                                               (causal), head h reads kv head h / (NH/KV) (GQA); attr scale
-//   softmax       (x)                        -> stable softmax over attr axis
-//   reduce_sum reduce_max reduce_mean (x)    -> attrs axis, keepdim
-//   argmax        (x)                        -> i32, attr axis removed
+//                                               (causal), head h reads kv head h / (NH/KV) (GQA); attr scale;
+//                                               optional attr window (w > 0: keys pos+t-w+1 .. pos+t only)
+//   sdpa          (q[...,NH,S,D], k[...,KV,S2,D], v[...,KV,S2,Dv], mask?) -> [...,NH,S,Dv]: torch's
+//                                               scaled_dot_product_attention: softmax(scale * q k^T + bias) v
+//                                               where a bool mask keeps keys where true (bias 0, else -inf)
+//                                               and a float mask is added; attrs scale, causal (0/1: query
+//                                               i sees keys 0..i), gqa (0/1: head h reads kv head h/(NH/KV));
+//                                               the mask broadcasts to [...,NH,S,S2]. A row with no key left
+//                                               gives NaN, as torch does.
+// Rows and reductions (attr axis may be negative; keepdim 0/1 keeps the reduced dim as 1)
+//   softmax log_softmax (x)                  -> stable (log-)softmax over attr axis; float
+//   reduce_sum reduce_max reduce_min reduce_mean reduce_prod (x) -> attrs axis, keepdim
+//   argmax argmin (x)                        -> i32, the first index of the extreme over attr axis (NaN
+//                                               counts as the extreme, as torch does); attr keepdim
+//   cumsum cumprod (x)                       -> inclusive scan along attr axis, x's shape and dtype
 #pragma once
 
 #include <cstdint>
@@ -58,20 +114,70 @@ enum class OpKind : uint8_t {
   kReduceMax,
   kReduceMean,
   kArgmax,
+  // Primitive ops (graphs captured from PyTorch).
+  kConstant,
+  kArange,
+  kIndexSelect,
+  kGather,
+  kPow,
+  kMaximum,
+  kMinimum,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kLogicalAnd,
+  kLogicalOr,
+  kWhere,
+  kLog,
+  kLog1p,
+  kExpm1,
+  kSqrt,
+  kRsqrt,
+  kAbs,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kErf,
+  kSin,
+  kCos,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kRound,
+  kSign,
+  kGelu,
+  kLeakyRelu,
+  kClamp,
+  kLogicalNot,
+  kLayerNorm,
+  kConcat,
+  kFlip,
+  kIndexCopy,
+  kSdpa,
+  kLogSoftmax,
+  kReduceMin,
+  kReduceProd,
+  kArgmin,
+  kCumsum,
+  kCumprod,
 };
 
 enum class OpClass : uint8_t {
-  kSource,      // weight
-  kGather,      // embedding
+  kSource,      // weight, constant, arange
+  kGather,      // embedding, index_select, gather
   kMatmul,      // linear, matmul
-  kPointwise,   // add .. cast
-  kNorm,        // rmsnorm
+  kPointwise,   // binary, unary, comparisons, where, cast
+  kNorm,        // rmsnorm, layer_norm
   kRope,
-  kLayout,      // reshape, view, transpose, slice, broadcast
-  kSideEffect,  // kv_append
-  kAttention,
-  kSoftmax,
-  kReduction,   // reduce_*, argmax
+  kLayout,      // reshape, view, transpose, slice, broadcast, concat, flip
+  kSideEffect,  // kv_append, index_copy
+  kAttention,   // attention, sdpa
+  kSoftmax,     // softmax, log_softmax
+  kReduction,   // reduce_*, argmax, argmin
+  kScan,        // cumsum, cumprod
 };
 
 struct OpInfo {
@@ -82,11 +188,20 @@ struct OpInfo {
   int max_operands;
 };
 
+// Operand count limit of variadic ops (concat).
+constexpr int kMaxOperands = 64;
+
 const OpInfo& op_info(OpKind kind);
 std::string_view op_name(OpKind kind);
 std::optional<OpKind> parse_op(std::string_view name);
+// Every op, in enum order.
+int op_count();
 
 inline bool has_side_effect(OpKind kind) { return op_info(kind).op_class == OpClass::kSideEffect; }
 inline bool is_layout(OpKind kind) { return op_info(kind).op_class == OpClass::kLayout; }
+// Pointwise ops of one operand / of two operands / with a bool result.
+bool is_unary_pointwise(OpKind kind);
+bool is_binary_pointwise(OpKind kind);
+bool is_comparison(OpKind kind);
 
 }  // namespace agentcompile::ir

@@ -4,12 +4,14 @@
 // each with its line and column; a recursive-descent parser with one token of lookahead builds the
 // module. Grammar:
 //   module := 'module' NAME '{' (param | state | func)* '}'
-//   param  := 'param' @NAME ':' type          state := 'state' @NAME ':' type
+//   param  := 'param' @NAME ':' type ['alias' @NAME 'row' INT]      state := 'state' @NAME ':' type
 //   func   := 'func' @NAME '(' [%NAME ':' type {',' ...}] ')' '->' '(' [type {',' type}] ')'
 //             '{' node* 'return' [%NAME {',' %NAME}] '}'
 //   node   := %NAME '=' OP ['(' [%NAME {',' %NAME}] ')'] ['{' [KEY '=' attr {',' ...}] '}'] ':' type
+//             ['loc' STRING]
 //   type   := DTYPE '[' [dim {',' dim}] ']'      dim := INT | 'T' | 'L'
-//   attr   := INT | FLOAT | STRING | '[' [dim {',' dim}] ']'
+//   attr   := INT | FLOAT | STRING | '[' [dim {',' dim}] ']' | '[' FLOAT {',' number} ']'
+// A list whose first element is a float is a float list (the printer writes every element as a float).
 // A number is a float when it has '.', 'e'/'E', or is inf/nan; otherwise it is an integer.
 // The parser resolves names and records declared types as written; it does not infer types: the
 // verifier checks them. Values are stored in definition order (args, then node results), as
@@ -238,8 +240,19 @@ class Parser {
         AC_ASSIGN_OR_RETURN(std::string name, expect_name(Tok::kGlobal, is_param ? "parameter" : "state"));
         AC_TRY(expect_punct(":"));
         AC_ASSIGN_OR_RETURN(TensorType type, parse_type());
-        if (is_param) module.params.push_back(ParamDecl{std::move(name), std::move(type)});
-        else module.states.push_back(StateDecl{std::move(name), std::move(type)});
+        if (is_param) {
+          ParamDecl param{std::move(name), std::move(type)};
+          if (is_word("alias")) {
+            next();
+            AC_ASSIGN_OR_RETURN(param.alias_of, expect_name(Tok::kGlobal, "aliased parameter"));
+            AC_TRY(expect_word("row"));
+            if (peek().kind != Tok::kNumber) return fail(peek(), "expected the first row of the alias, got " + describe(peek()));
+            AC_ASSIGN_OR_RETURN(param.alias_row, parse_int(next()));
+          }
+          module.params.push_back(std::move(param));
+        } else {
+          module.states.push_back(StateDecl{std::move(name), std::move(type)});
+        }
       } else if (is_word("func")) {
         AC_ASSIGN_OR_RETURN(Function function, parse_function());
         module.functions.push_back(std::move(function));
@@ -337,28 +350,62 @@ class Parser {
     return TensorType{*dtype, std::move(shape)};
   }
 
+  bool at_number() const {
+    const Token& token = peek();
+    return token.kind == Tok::kNumber || (token.kind == Tok::kWord && (token.text == "inf" || token.text == "nan"));
+  }
+
+  // A number token: an integer, or a float when written as one.
+  Expected<AttrValue> parse_number() {
+    const Token& token = next();
+    if (!is_float_text(token.text)) {
+      AC_ASSIGN_OR_RETURN(int64_t value, parse_int(token));
+      return AttrValue{value};
+    }
+    double value = 0;
+    const char* begin = token.text.data();
+    const char* end = begin + token.text.size();
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec == std::errc::result_out_of_range) return fail(token, "float " + token.text + " is out of range");
+    if (ec != std::errc() || ptr != end) return fail(token, "malformed float " + token.text);
+    return AttrValue{value};
+  }
+
+  // '[' FLOAT {',' number} ']' (the '[' already seen and the next token a float).
+  Expected<AttrValue> parse_float_list() {
+    FloatList values;
+    while (true) {
+      if (!at_number()) return fail(peek(), "expected a number in the float list, got " + describe(peek()));
+      AC_ASSIGN_OR_RETURN(AttrValue value, parse_number());
+      if (const auto* integer = std::get_if<int64_t>(&value))
+        values.push_back(static_cast<double>(*integer));
+      else
+        values.push_back(std::get<double>(value));
+      if (!is_punct(",")) break;
+      next();
+    }
+    AC_TRY(expect_punct("]"));
+    return AttrValue{std::move(values)};
+  }
+
   Expected<AttrValue> parse_attr_value() {
     const Token& token = peek();
     if (token.kind == Tok::kString) return AttrValue{next().text};
     if (token.kind == Tok::kPunct && token.text == "[") {
+      if (pos_ + 1 < tokens_.size()) {
+        const Token& first = tokens_[pos_ + 1];
+        const bool float_first = (first.kind == Tok::kNumber && is_float_text(first.text)) ||
+                                 (first.kind == Tok::kWord && (first.text == "inf" || first.text == "nan"));
+        if (float_first) {
+          next();  // '['
+          return parse_float_list();
+        }
+      }
       AC_ASSIGN_OR_RETURN(std::vector<Dim> dims, parse_dims());
       return AttrValue{std::move(dims)};
     }
-    if (token.kind == Tok::kNumber || (token.kind == Tok::kWord && (token.text == "inf" || token.text == "nan"))) {
-      next();
-      if (!is_float_text(token.text)) {
-        AC_ASSIGN_OR_RETURN(int64_t value, parse_int(token));
-        return AttrValue{value};
-      }
-      double value = 0;
-      const char* begin = token.text.data();
-      const char* end = begin + token.text.size();
-      auto [ptr, ec] = std::from_chars(begin, end, value);
-      if (ec == std::errc::result_out_of_range) return fail(token, "float " + token.text + " is out of range");
-      if (ec != std::errc() || ptr != end) return fail(token, "malformed float " + token.text);
-      return AttrValue{value};
-    }
-    return fail(token, "expected an attribute value (integer, float, string or [dims]), got " + describe(token));
+    if (at_number()) return parse_number();
+    return fail(token, "expected an attribute value (integer, float, string, [dims] or [floats]), got " + describe(token));
   }
 
   Status parse_attrs(Attrs& attrs) {
@@ -425,6 +472,11 @@ class Parser {
     if (is_punct("{")) AC_TRY(parse_attrs(node.attrs));
     AC_TRY(expect_punct(":"));
     AC_ASSIGN_OR_RETURN(TensorType type, parse_type());
+    if (is_word("loc")) {
+      next();
+      if (peek().kind != Tok::kString) return fail(peek(), "expected the source location as a string after 'loc', got " + describe(peek()));
+      node.loc = next().text;
+    }
     AC_ASSIGN_OR_RETURN(node.result,
                         define(function, result, std::move(type), static_cast<int32_t>(function.nodes.size())));
     function.nodes.push_back(std::move(node));

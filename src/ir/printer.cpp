@@ -72,7 +72,9 @@ void print_node(const Function& function, const Node& node, const std::string& i
     out += ")";
   }
   if (!node.attrs.empty()) out += " " + print_attrs(node.attrs);
-  out += " : " + value_type(function, node.result) + "\n";
+  out += " : " + value_type(function, node.result);
+  if (!node.loc.empty()) out += " loc " + quoted(node.loc);
+  out += "\n";
 }
 
 void print_function_into(const Function& function, const std::string& indent, std::string& out) {
@@ -104,8 +106,11 @@ std::string print_function(const Function& function) {
 
 std::string print_module(const Module& module) {
   std::string out = "module " + (is_plain_word(module.name) ? module.name : quoted(module.name)) + " {\n";
-  for (const ParamDecl& param : module.params)
-    out += "  param " + sigil_name('@', param.name) + " : " + param.type.to_string() + "\n";
+  for (const ParamDecl& param : module.params) {
+    out += "  param " + sigil_name('@', param.name) + " : " + param.type.to_string();
+    if (param.is_alias()) out += " alias " + sigil_name('@', param.alias_of) + " row " + std::to_string(param.alias_row);
+    out += "\n";
+  }
   for (const StateDecl& state : module.states)
     out += "  state " + sigil_name('@', state.name) + " : " + state.type.to_string() + "\n";
   for (const Function& function : module.functions) print_function_into(function, "  ", out);

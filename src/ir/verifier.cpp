@@ -22,7 +22,7 @@ Status invalid(const std::string& message) { return error(ErrorCode::kInvalidArg
 
 // A type any value may carry: plain dtype, dims that are T, L or a non-negative size.
 std::string type_problem(const TensorType& type, bool allow_symbols) {
-  if (static_cast<size_t>(type.dtype) > static_cast<size_t>(DType::kQ6_K)) return "has an unknown dtype";
+  if (static_cast<size_t>(type.dtype) > static_cast<size_t>(DType::kBool)) return "has an unknown dtype";
   if (is_quantized(type.dtype)) return "has dtype " + std::string(dtype_name(type.dtype)) + ", which is not a plain dtype";
   for (const Dim& dim : type.shape) {
     if (dim.symbol != Symbol::kNone && dim.symbol != Symbol::kT && dim.symbol != Symbol::kL)
@@ -38,11 +38,12 @@ std::string attr_kind_name(const AttrValue& value) {
     case 0: return "an integer";
     case 1: return "a float";
     case 2: return "a string";
-    default: return "a dim list";
+    case 3: return "a dim list";
+    default: return "a float list";
   }
 }
 
-enum class AttrKind { kInt, kFloat, kString, kDims };
+enum class AttrKind { kInt, kFloat, kString, kDims, kFloats };
 
 // The kinds the op semantics (ir/ops.h) give each attribute. Attributes not listed are left alone so
 // passes may annotate nodes; listed ones must have their kind (an integer is accepted as a float).
@@ -53,20 +54,39 @@ std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
     case OpKind::kCast: return {{"dtype", K::kString}};
     case OpKind::kRmsNorm: return {{"eps", K::kFloat}};
     case OpKind::kRope:
-      return {{"theta", K::kFloat},           {"scaling", K::kString},          {"factor", K::kFloat},
-              {"low_freq_factor", K::kFloat}, {"high_freq_factor", K::kFloat},  {"original_max_position", K::kInt}};
+      return {{"theta", K::kFloat},           {"scaling", K::kString},         {"factor", K::kFloat},
+              {"low_freq_factor", K::kFloat}, {"high_freq_factor", K::kFloat}, {"original_max_position", K::kInt},
+              {"inv_freq", K::kFloats},       {"scale", K::kFloat}};
+    case OpKind::kLayerNorm: return {{"eps", K::kFloat}};
+    case OpKind::kConstant: return {{"dtype", K::kString}, {"shape", K::kDims}, {"value", K::kFloat}, {"values", K::kFloats}};
+    case OpKind::kArange: return {{"dtype", K::kString}, {"start", K::kFloat}, {"step", K::kFloat}, {"length", K::kDims}};
+    case OpKind::kIndexSelect:
+    case OpKind::kGather:
+    case OpKind::kConcat:
+    case OpKind::kFlip:
+    case OpKind::kLogSoftmax:
+    case OpKind::kCumsum:
+    case OpKind::kCumprod: return {{"axis", K::kInt}};
+    case OpKind::kIndexCopy: return {{"state", K::kString}, {"axis", K::kInt}};
+    case OpKind::kGelu: return {{"approximate", K::kString}};
+    case OpKind::kLeakyRelu: return {{"slope", K::kFloat}};
+    case OpKind::kClamp: return {{"lo", K::kFloat}, {"hi", K::kFloat}};
+    case OpKind::kSdpa: return {{"scale", K::kFloat}, {"causal", K::kInt}, {"gqa", K::kInt}};
+    case OpKind::kReduceMin:
+    case OpKind::kReduceProd:
+    case OpKind::kArgmin:
     case OpKind::kReshape:
     case OpKind::kView:
     case OpKind::kBroadcast: return {{"shape", K::kDims}};
     case OpKind::kTranspose: return {{"perm", K::kDims}};
     case OpKind::kSlice: return {{"axis", K::kInt}, {"start", K::kInt}, {"length", K::kInt}};
     case OpKind::kKvAppend: return {{"state", K::kString}};
-    case OpKind::kAttention: return {{"scale", K::kFloat}};
+    case OpKind::kAttention: return {{"scale", K::kFloat}, {"window", K::kInt}};
     case OpKind::kSoftmax: return {{"axis", K::kInt}};
     case OpKind::kReduceSum:
     case OpKind::kReduceMax:
     case OpKind::kReduceMean: return {{"axis", K::kInt}, {"keepdim", K::kInt}};
-    case OpKind::kArgmax: return {{"axis", K::kInt}};
+    case OpKind::kArgmax: return {{"axis", K::kInt}, {"keepdim", K::kInt}};
     default: return {};
   }
 }
@@ -77,6 +97,7 @@ bool attr_has_kind(const AttrValue& value, AttrKind kind) {
     case AttrKind::kFloat: return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value);
     case AttrKind::kString: return std::holds_alternative<std::string>(value);
     case AttrKind::kDims: return std::holds_alternative<std::vector<Dim>>(value);
+    case AttrKind::kFloats: return std::holds_alternative<FloatList>(value) && !std::get<FloatList>(value).empty();
   }
   return false;
 }
@@ -87,6 +108,7 @@ const char* kind_name(AttrKind kind) {
     case AttrKind::kFloat: return "a float";
     case AttrKind::kString: return "a string";
     case AttrKind::kDims: return "a dim list";
+    case AttrKind::kFloats: return "a non-empty float list";
   }
   return "?";
 }
@@ -128,7 +150,7 @@ class FunctionVerifier {
     }
     for (size_t index = 0; index < f_.nodes.size(); ++index) {
       const Node& node = f_.nodes[index];
-      if (static_cast<size_t>(node.op) > static_cast<size_t>(OpKind::kArgmax))
+      if (static_cast<int>(node.op) >= op_count())
         return invalid(where() + ": node " + std::to_string(index) + " has an unknown op kind " +
                        std::to_string(static_cast<int>(node.op)));
       if (!in_range(node.result))
@@ -179,10 +201,10 @@ class FunctionVerifier {
       return invalid(at + ": declared type " + declared.to_string() + " differs from inferred type " +
                      inferred->to_string());
 
-    if (node.op == OpKind::kKvAppend) {
+    if (node.op == OpKind::kKvAppend || node.op == OpKind::kIndexCopy) {
       const std::string state = node.string_attr("state");
       if (!appended_.insert(state).second)
-        return invalid(at + ": state @" + state + " is appended a second time in the function");
+        return invalid(at + ": state @" + state + " is written a second time in the function");
     }
     if (node.op == OpKind::kAttention) {
       for (size_t i : {size_t{1}, size_t{2}}) {
@@ -227,6 +249,21 @@ Status verify_module(const Module& module) {
     if (!names.insert(param.name).second) return invalid(where + ": two parameters are named @" + param.name);
     if (std::string problem = type_problem(param.type, false); !problem.empty())
       return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
+  }
+  for (const ParamDecl& param : module.params) {
+    if (!param.is_alias()) continue;
+    const std::string at = where + ": parameter @" + param.name + " (an alias of @" + param.alias_of + ")";
+    const ParamDecl* source = module.find_param(param.alias_of);
+    if (!source) return invalid(at + ": no parameter @" + param.alias_of);
+    if (source->is_alias()) return invalid(at + ": @" + param.alias_of + " is itself an alias");
+    const Shape& a = param.type.shape;
+    const Shape& b = source->type.shape;
+    bool fits = param.type.dtype == source->type.dtype && !a.empty() && a.size() == b.size() && param.alias_row >= 0;
+    for (size_t d = 1; fits && d < a.size(); ++d) fits = a[d] == b[d];
+    if (fits) fits = a[0].value <= b[0].value - param.alias_row;
+    if (!fits)
+      return invalid(at + ": " + param.type.to_string() + " from row " + std::to_string(param.alias_row) + " does not fit in " +
+                     source->type.to_string());
   }
   names.clear();
   for (const StateDecl& state : module.states) {

@@ -188,7 +188,7 @@ TEST(IrVerifier, StateAppendedTwice) {
         const size_t first = find_node(f, OpKind::kKvAppend);
         f.nodes[first + 1].attrs["state"] = std::string("kv.0.k");  // v's append now targets k's cache again
       },
-      {"function @prefill", "%16 = kv_append", "state @kv.0.k is appended a second time"});
+      {"function @prefill", "%16 = kv_append", "state @kv.0.k is written a second time"});
 }
 
 TEST(IrVerifier, AttentionReadsTheCache) {
