@@ -5,7 +5,7 @@
 #include <string>
 
 #include "commands.h"
-#include "frontend/model_builder.h"
+#include "driver/model_module.h"
 #include "frontend/model_source.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -33,16 +33,29 @@ std::string param_group(const std::string& name) {
 void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out) {
   auto source = frontend::open_model(model_path, /*with_weights=*/false);
   if (!source) fail(source.status().to_string());
-  auto module = frontend::build_module(source->config);
-  if (!module) fail(module.status().to_string());
-  if (Status status = ir::verify_module(*module); !status) fail(status.to_string());
+  auto prepared = driver::model_module(*source);
+  if (!prepared) fail(prepared.status().to_string());
+  const ir::Module* module = &prepared->module;
+  for (const auto& line : prepared->recognized) std::printf("recognized %s\n", line.c_str());
 
   const auto& c = source->config;
   std::printf("model: %s (%s, %s)\n", model_path.c_str(), c.model_type.c_str(), frontend::model_format_name(source->format));
-  std::printf("  hidden %lld, intermediate %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, vocab %lld, %s, %s\n",
-              (long long)c.hidden_size, (long long)c.intermediate_size, (long long)c.num_layers, (long long)c.num_heads,
-              (long long)c.num_kv_heads, (long long)c.head_dim, (long long)c.vocab_size,
-              c.tie_word_embeddings ? "tied embeddings" : "untied embeddings", std::string(ir::dtype_name(c.dtype)).c_str());
+  if (source->capture)
+    for (const auto& note : source->capture->notes) std::printf("  capture note: %s\n", note.c_str());
+  if (!source->is_language_model()) {
+    for (const auto& f : module->functions) {
+      std::string signature;
+      for (ir::ValueId a : f.args) signature += (signature.empty() ? "" : ", ") + f.value(a).name + ": " + f.type(a).to_string();
+      std::string results;
+      for (ir::ValueId r : f.results) results += (results.empty() ? "" : ", ") + f.type(r).to_string();
+      std::printf("  @%s(%s) -> (%s)\n", f.name.c_str(), signature.c_str(), results.c_str());
+    }
+  } else {
+    std::printf("  hidden %lld, intermediate %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, vocab %lld, %s, %s\n",
+                (long long)c.hidden_size, (long long)c.intermediate_size, (long long)c.num_layers, (long long)c.num_heads,
+                (long long)c.num_kv_heads, (long long)c.head_dim, (long long)c.vocab_size,
+                c.tie_word_embeddings ? "tied embeddings" : "untied embeddings", std::string(ir::dtype_name(c.dtype)).c_str());
+  }
   const std::string text = ir::print_module(*module);
   if (print_ir) std::printf("\n%s\n", text.c_str());
   if (!ir_out.empty()) {

@@ -10,7 +10,6 @@
 #include "commands.h"
 #include "prompt.h"
 #include "token_list.h"
-#include "frontend/model_builder.h"
 #include "frontend/model_source.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
@@ -44,7 +43,10 @@ void run_reference(const ReferenceOptions& options) {
   }
   auto source = frontend::open_model(options.model, /*with_weights=*/true);
   if (!source) fail(source.status().to_string());
-  auto module = frontend::build_module(source->config);
+  if (!source->is_language_model()) fail(options.model + " is a captured module, not a language model: use `agentcompile run-function --cpu`");
+  // The source's own module (for a capture: the graph as torch.export wrote it, before recognition),
+  // so the reference trusts nothing of the compiler's.
+  auto module = frontend::source_module(*source);
   if (!module) fail(module.status().to_string());
   if (Status status = ir::verify_module(*module); !status) fail(status.to_string());
 

@@ -8,7 +8,7 @@
 namespace agentcompile::tools {
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
-  cmd.add_option("model", flags.model, "HF checkpoint directory or .gguf file")->required();
+  cmd.add_option("model", flags.model, "HF checkpoint directory, .gguf file or capture directory")->required();
   cmd.add_option("--artifact", flags.artifact, "Compiled artifact to run (default: the model's cached artifact, compiled on first use)");
   cmd.add_option("--cache-dir", flags.cache_dir, "Artifact and NVRTC cache (default ~/.cache/agentcompile)");
   cmd.add_option("--max-context", flags.max_context, "KV-cache rows (default: the model's maximum, or what memory allows)")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));

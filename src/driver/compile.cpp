@@ -21,6 +21,7 @@
 #include "codegen/embedded_kernels.h"
 #include "codegen/render.h"
 #include "driver/context_tuning.h"
+#include "driver/model_module.h"
 #include "driver/search.h"
 #include "emit/artifact.h"
 #include "frontend/model_builder.h"
@@ -55,7 +56,12 @@ std::string fixed(double value, int digits = 1) {
 // generation runs attention kernels chosen at its own length: up to 512 keys (timed at 256: a chat
 // turn's first replies, where the attention is all latency and smaller clusters win), 513-4k (timed
 // at 2k), 4k-16k (timed at 8k) and beyond (timed at 32k, or the model's maximum when that is shorter).
-std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_tokens) {
+std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens) {
+  const std::string& function = f.name;
+  if (function != "decode" && function != "prefill") {
+    // A captured module's function: its shapes are static, so one bucket serves every call.
+    return {{function, 1, 1, 1, 0, 0, 0}};
+  }
   if (function == "decode") {
     const int64_t max_context = std::max<int64_t>(max_tokens, 1);
     std::vector<emit::Bucket> buckets;
@@ -75,9 +81,12 @@ std::vector<emit::Bucket> buckets_for(const std::string& function, int64_t max_t
   return buckets;
 }
 
-// Validation sizes: odd token counts and positions so tile edges and offsets are exercised.
+// Validation sizes: odd token counts and positions so tile edges and offsets are exercised. A captured
+// module's function has static shapes: T and L do not occur in it.
 tune::RegionBindings validation_bindings(const std::string& function) {
-  return function == "decode" ? tune::RegionBindings{1, 512, 77} : tune::RegionBindings{100, 256, 28};
+  if (function == "decode") return tune::RegionBindings{1, 512, 77};
+  if (function == "prefill") return tune::RegionBindings{100, 256, 28};
+  return tune::RegionBindings{1, 1, 0};
 }
 
 // Regions whose time follows the bucket's range, so they are timed once per bucket: prefill regions
@@ -227,8 +236,9 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
 
   // Capture.
   AC_ASSIGN_OR_RETURN(frontend::ModelSource source, frontend::open_model(options.model, /*with_weights=*/false));
-  AC_ASSIGN_OR_RETURN(ir::Module module, frontend::build_module(source.config));
-  AC_TRY(ir::verify_module(module));
+  AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
+  const ir::Module& module = prepared.module;
+  for (const auto& line : prepared.recognized) progress("recognize: " + line);
   const std::string ir_text = ir::print_module(module);
 
   // Target: the GPU here, or a named profile (compile only).
@@ -325,8 +335,10 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     f.name = function.name;
     f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,
                                                                                   .attention_prologue = !options.unfused});
-    f.buckets = buckets_for(function.name, c.max_position_embeddings);
-    const ir::SymbolBindings bindings = function.name == "decode" ? ir::SymbolBindings{1, 2048} : ir::SymbolBindings{512, 512};
+    f.buckets = buckets_for(function, c.max_position_embeddings);
+    const ir::SymbolBindings bindings = function.name == "decode"    ? ir::SymbolBindings{1, 2048}
+                                        : function.name == "prefill" ? ir::SymbolBindings{512, 512}
+                                                                     : ir::SymbolBindings{1, 1};
     auto unique = analysis::unique_regions(module, function, f.partition, bindings);
     f.unique_of_region.assign(f.partition.regions.size(), -1);
     // Plan right away (needs the partition alive): candidates per unique region.

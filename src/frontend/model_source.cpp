@@ -15,6 +15,7 @@ const char* model_format_name(ModelFormat format) {
     case ModelFormat::kHfConfigOnly: return "config.json only";
     case ModelFormat::kHfCheckpoint: return "Hugging Face safetensors";
     case ModelFormat::kGguf: return "GGUF";
+    case ModelFormat::kCaptured: return "captured from PyTorch";
   }
   return "?";
 }
@@ -53,6 +54,22 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
       return error(ErrorCode::kNotFound, path.string() + ": a config file alone has no weights; pass the checkpoint directory");
     return source;
   }
+  if (is_capture_dir(path)) {
+    source.format = ModelFormat::kCaptured;
+    AC_ASSIGN_OR_RETURN(source.capture, read_capture_manifest(path));
+    AC_ASSIGN_OR_RETURN(source.captured, read_captured_module(path, *source.capture));
+    if (source.capture->is_causal_lm()) {
+      AC_ASSIGN_OR_RETURN(source.config, captured_model_config(path, *source.capture, *source.captured));
+    } else {
+      source.config.model_type = "module";
+      source.config.raw = source.capture->raw;
+    }
+    if (with_weights) {
+      AC_ASSIGN_OR_RETURN(source.weights, open_captured_weights(path, *source.capture));
+      AC_TRY(check_weights(*source.captured, *source.weights));
+    }
+    return source;
+  }
   const fs::path config_path = path / "config.json";
   if (!fs::exists(config_path)) return error(ErrorCode::kNotFound, path.string() + ": no config.json in this directory");
   AC_ASSIGN_OR_RETURN(source.config, read_hf_config(config_path));
@@ -65,6 +82,11 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
     AC_TRY(check_against_config(source));
   }
   return source;
+}
+
+Expected<ir::Module> source_module(const ModelSource& source) {
+  if (source.format == ModelFormat::kCaptured) return *source.captured;
+  return build_module(source.config);
 }
 
 }  // namespace agentcompile::frontend

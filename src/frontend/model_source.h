@@ -1,26 +1,33 @@
 // Opening a model from what a user names: a Hugging Face checkpoint directory, its config.json alone,
-// or a GGUF file. Both checkpoint formats end in the same ModelConfig and HF-named WeightStore, so
+// a GGUF file, or a directory captured from PyTorch (docs/capture.md). Every format ends in an IR
+// module (built from the config, or the captured one), a ModelConfig and an HF-named WeightStore, so
 // every later stage is format-blind. Weights are only opened when asked for: `inspect` and `compile`
 // need shapes alone.
 #pragma once
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "agentcompile/status.h"
+#include "frontend/captured_model.h"
 #include "frontend/model_config.h"
 #include "frontend/weights.h"
 
 namespace agentcompile::frontend {
 
-enum class ModelFormat { kHfConfigOnly, kHfCheckpoint, kGguf };
+enum class ModelFormat { kHfConfigOnly, kHfCheckpoint, kGguf, kCaptured };
 
 struct ModelSource {
   std::filesystem::path path;
   ModelFormat format = ModelFormat::kHfConfigOnly;
-  ModelConfig config;
+  ModelConfig config;                    // for a captured module (not an LM): only raw is set
   std::unique_ptr<WeightStore> weights;  // null unless opened with_weights
+  std::optional<CaptureManifest> capture;  // kCaptured only
+  std::optional<ir::Module> captured;      // kCaptured only: the module as captured (primitive ops)
+
+  bool is_language_model() const { return format != ModelFormat::kCaptured || capture->is_causal_lm(); }
 };
 
 const char* model_format_name(ModelFormat format);
@@ -29,5 +36,9 @@ const char* model_format_name(ModelFormat format);
 // With `with_weights`, the weights are opened (memory-mapped, not read) and checked against the
 // module the config implies: every tensor present, shapes (and exact dtypes) as the config says.
 Expected<ModelSource> open_model(const std::filesystem::path& path, bool with_weights);
+
+// The model's IR module as its source defines it: the builder's graph for a config, checkpoint or GGUF
+// file, the captured graph (still made of primitive ops: analysis/recognize raises it) for a capture.
+Expected<ir::Module> source_module(const ModelSource& source);
 
 }  // namespace agentcompile::frontend

@@ -35,11 +35,11 @@ struct DTypeName {
 };
 constexpr DTypeName kDTypes[] = {
     {"F32", ir::DType::kF32}, {"F16", ir::DType::kF16}, {"BF16", ir::DType::kBF16},
-    {"I32", ir::DType::kI32}, {"I64", ir::DType::kI64},
+    {"I32", ir::DType::kI32}, {"I64", ir::DType::kI64}, {"BOOL", ir::DType::kBool},
 };
 // In the safetensors spec but not something a llama/qwen checkpoint stores; named so that the error
 // says "not supported" rather than "unknown".
-constexpr const char* kSpecOnlyDTypes[] = {"BOOL", "U8",      "I8",      "I16",    "U16",     "U32",     "U64",
+constexpr const char* kSpecOnlyDTypes[] = {"U8",      "I8",      "I16",    "U16",     "U32",     "U64",
                                            "F64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
                                            "C64"};
 
@@ -243,6 +243,41 @@ Expected<std::map<std::string, std::string>> read_index(const std::filesystem::p
 
 }  // namespace
 
+Status SafetensorsStore::add_file(const std::filesystem::path& path) {
+  AC_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(path));
+  for (const auto& entry : file->header().tensors) {
+    auto [it, inserted] = locations_.try_emplace(entry.name, Location{file.get(), &entry});
+    if (!inserted)
+      return parse_error(source_, "tensor '" + entry.name + "' is stored in both " + it->second.file->path().string() + " and " +
+                                      path.string());
+    tensors_.push_back(TensorInfo{entry.name, entry.dtype, entry.shape});
+  }
+  files_.push_back(std::move(file));
+  return Status::ok();
+}
+
+Expected<std::vector<std::filesystem::path>> checkpoint_safetensors_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return error(ErrorCode::kNotFound, dir.string() + ": not a checkpoint directory");
+  if (std::filesystem::exists(dir / kSingleFile, ec)) return std::vector<std::filesystem::path>{dir / kSingleFile};
+  if (!std::filesystem::exists(dir / kIndexFile, ec))
+    return error(ErrorCode::kNotFound, dir.string() + ": has neither " + kSingleFile + " nor " + kIndexFile);
+  AC_ASSIGN_OR_RETURN(auto weight_map, read_index(dir / kIndexFile));
+  std::set<std::string> shard_names;
+  for (const auto& [tensor, shard] : weight_map) shard_names.insert(shard);
+  std::vector<std::filesystem::path> files;
+  for (const auto& shard : shard_names) files.push_back(dir / shard);
+  return files;
+}
+
+Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_files(const std::string& source,
+                                                                  const std::vector<std::filesystem::path>& files) {
+  std::unique_ptr<SafetensorsStore> store(new SafetensorsStore());
+  store->source_ = source;
+  for (const auto& path : files) AC_TRY(store->add_file(path));
+  return store;
+}
+
 Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_checkpoint(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
@@ -263,17 +298,7 @@ Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_checkpoint(const st
                  dir.string() + ": has neither " + kSingleFile + " nor " + kIndexFile);
   }
 
-  for (const auto& shard : shard_names) {
-    AC_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(dir / shard));
-    for (const auto& entry : file->header().tensors) {
-      auto [it, inserted] = store->locations_.try_emplace(entry.name, SafetensorsStore::Location{file.get(), &entry});
-      if (!inserted)
-        return parse_error(store->source_, "tensor '" + entry.name + "' is stored in both " +
-                                               it->second.file->path().filename().string() + " and " + shard);
-      store->tensors_.push_back(TensorInfo{entry.name, entry.dtype, entry.shape});
-    }
-    store->files_.push_back(std::move(file));
-  }
+  for (const auto& shard : shard_names) AC_TRY(store->add_file(dir / shard));
   for (const auto& [tensor, shard] : weight_map) {
     auto it = store->locations_.find(tensor);
     if (it == store->locations_.end())
@@ -335,6 +360,9 @@ Status SafetensorsStore::read_f32(const std::string& name, std::vector<float>& o
         std::memcpy(&v, bytes + 8 * i, 8);
         out[i] = static_cast<float>(v);
       }
+      break;
+    case ir::DType::kBool:
+      for (size_t i = 0; i < n; ++i) out[i] = bytes[i] != 0 ? 1.f : 0.f;
       break;
     default:
       return error(ErrorCode::kUnsupported, file->path().string() + ": tensor '" + name + "' has dtype " +

@@ -89,6 +89,10 @@ class SafetensorsStore : public WeightStore {
 
  private:
   friend Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_checkpoint(const std::filesystem::path& dir);
+  friend Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_files(const std::string& source,
+                                                                           const std::vector<std::filesystem::path>& files);
+  // Maps `path` and registers its tensors; a name already registered is an error naming both files.
+  Status add_file(const std::filesystem::path& path);
   struct Location {
     const SafetensorsFile* file;
     const SafetensorsEntry* entry;
@@ -102,6 +106,14 @@ class SafetensorsStore : public WeightStore {
 // Opens `dir/model.safetensors`, or the shards named by `dir/model.safetensors.index.json` when the
 // single file is absent (the order Hugging Face looks in).
 Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_checkpoint(const std::filesystem::path& dir);
+
+// One store over several safetensors files (a captured model's own weights and the checkpoint it links
+// to); a tensor name in two files is an error. `source` names the store in messages.
+Expected<std::unique_ptr<SafetensorsStore>> open_safetensors_files(const std::string& source,
+                                                                  const std::vector<std::filesystem::path>& files);
+
+// The safetensors files of a checkpoint directory: model.safetensors, or the shards its index names.
+Expected<std::vector<std::filesystem::path>> checkpoint_safetensors_files(const std::filesystem::path& dir);
 
 struct TensorToWrite {
   std::string name;

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <set>
 
-#include "frontend/model_builder.h"
+#include "driver/model_module.h"
 #include "frontend/model_source.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -87,8 +87,10 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   AC_ASSIGN_OR_RETURN(source_, frontend::open_model(options.model, /*with_weights=*/true));
   if (!source_.weights)
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
-  AC_ASSIGN_OR_RETURN(module_, frontend::build_module(source_.config));
-  AC_TRY(ir::verify_module(module_));
+  if (!source_.is_language_model())
+    return error(ErrorCode::kInvalidArgument, options.model.string() + " is a captured module, not a language model: it has no generation; run its function with `agentcompile run-function`");
+  AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source_));
+  module_ = std::move(prepared.module);
   const std::string ir_text = ir::print_module(module_);
 
   // Artifact: before CUDA is initialized here, since compiling forks GPU workers.
@@ -97,6 +99,8 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   const ir::Function* prefill_fn = module_.find_function("prefill");
   const ir::Function* decode_fn = module_.find_function("decode");
   if (!prefill_fn || !decode_fn) return error(ErrorCode::kInternal, "the module lacks a prefill or decode function");
+  if (!artifact_.functions.count("prefill") || !artifact_.functions.count("decode"))
+    return error(ErrorCode::kMismatch, resolved.dir.string() + ": the artifact lacks the prefill or decode function");
 
   AC_ASSIGN_OR_RETURN(context_, tune::CudaContext::create());
   const auto& c = source_.config;

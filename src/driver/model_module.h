@@ -1,0 +1,23 @@
+// The IR module a model compiles to and runs as: the source's module (built from a config, or captured
+// from PyTorch) with its primitive op sequences raised to the semantic ops the kernel families implement
+// (analysis/recognize). compile and the engine both take their module from here, so the artifact's IR
+// and the one the runtime executes are the same text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agentcompile/status.h"
+#include "frontend/model_source.h"
+#include "ir/graph.h"
+
+namespace agentcompile::driver {
+
+struct ModelModule {
+  ir::Module module;
+  std::vector<std::string> recognized;  // "rmsnorm: 57", one line per rule that fired (captured models)
+};
+
+Expected<ModelModule> model_module(const frontend::ModelSource& source);
+
+}  // namespace agentcompile::driver

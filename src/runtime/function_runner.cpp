@@ -1,0 +1,179 @@
+// Running one function of a compiled module on the GPU (include/agentcompile/function.h): the module
+// the compiler compiled (driver/model_module.h), its artifact (compiled on first use), the weights
+// uploaded once, one device buffer per argument, the function's sites launched by the executor.
+#include <algorithm>
+
+#include "agentcompile/function.h"
+#include "driver/model_module.h"
+#include "ir/text.h"
+#include "runtime/artifact_reader.h"
+#include "runtime/artifact_resolver.h"
+#include "runtime/decode_loop.h"
+#include "runtime/device_weights.h"
+#include "runtime/executor.h"
+#include "runtime/function_tensors.h"
+#include "runtime/kv_cache.h"
+#include "tune/driver_api.h"
+
+namespace agentcompile {
+
+class FunctionRunner::Impl {
+ public:
+  Status load(const EngineOptions& options, const std::string& function, const ProgressFn& progress);
+  Status upload_inputs(const std::vector<Tensor>& inputs);
+  Expected<std::vector<Tensor>> download_outputs();
+
+  std::vector<TensorSpec> input_specs, output_specs;
+  std::string artifact_dir;
+  frontend::ModelSource source;
+  ir::Module module;
+  const ir::Function* function = nullptr;
+  runtime::LoadedArtifact artifact;
+  // Declared in dependency order: destroyed in reverse, the context last.
+  std::unique_ptr<tune::CudaContext> context;
+  std::unique_ptr<tune::LibraryRunner> library;
+  runtime::DeviceWeights weights;
+  runtime::KvCache cache;
+  runtime::KernelSet kernels;
+  std::vector<tune::DeviceBuffer> arguments;
+  std::unique_ptr<runtime::FunctionExecutor> executor;
+};
+
+namespace {
+
+const tune::DriverApi& api() { return *tune::driver_api(); }
+
+bool uses_library(const runtime::LoadedArtifact& artifact) {
+  for (const auto& [id, region] : artifact.regions)
+    for (const auto& k : region.kernels)
+      for (const auto& l : k.candidate.launches)
+        if (l.library) return true;
+  return false;
+}
+
+// Owns two CUDA events for one timed call.
+struct EventPair {
+  CUevent start = nullptr, stop = nullptr;
+  ~EventPair() {
+    if (start) api().EventDestroy(start);
+    if (stop) api().EventDestroy(stop);
+  }
+};
+
+}  // namespace
+
+Status FunctionRunner::Impl::load(const EngineOptions& options, const std::string& name, const ProgressFn& progress) {
+  AC_ASSIGN_OR_RETURN(source, frontend::open_model(options.model, /*with_weights=*/true));
+  if (!source.weights) return error(ErrorCode::kInvalidArgument, options.model.string() + " has no weights");
+  AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
+  module = std::move(prepared.module);
+  function = module.find_function(name);
+  if (!function) {
+    std::string names;
+    for (const auto& f : module.functions) names += (names.empty() ? "@" : ", @") + f.name;
+    return error(ErrorCode::kNotFound, options.model.string() + " has no function @" + name + " (it has " + names + ")");
+  }
+  AC_ASSIGN_OR_RETURN(input_specs, runtime::argument_specs(*function, source));
+  AC_ASSIGN_OR_RETURN(output_specs, runtime::result_specs(*function, source));
+
+  // The artifact, before CUDA is initialized here: compiling forks GPU workers.
+  AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source.config, ir::print_module(module), progress));
+  artifact_dir = resolved.dir.string();
+  AC_ASSIGN_OR_RETURN(artifact, runtime::read_artifact(resolved.dir));
+  if (!artifact.functions.count(name)) return error(ErrorCode::kMismatch, artifact_dir + ": the artifact has no function @" + name);
+
+  AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
+  if (uses_library(artifact)) {
+    AC_ASSIGN_OR_RETURN(library, tune::LibraryRunner::create(context->stream()));
+  }
+  AC_ASSIGN_OR_RETURN(weights, runtime::DeviceWeights::upload(module, *source.weights));
+  AC_ASSIGN_OR_RETURN(cache, runtime::KvCache::allocate(module, 1));
+  runtime::FunctionExecutor::Bindings bind{&weights, &cache, library.get(), {}};
+  for (const TensorSpec& spec : input_specs) {
+    AC_ASSIGN_OR_RETURN(tune::DeviceBuffer buffer, tune::DeviceBuffer::allocate(std::max<size_t>(runtime::tensor_bytes(spec), 16)));
+    bind.arguments.push_back(buffer.ptr());
+    arguments.push_back(std::move(buffer));
+  }
+  bind.programmatic_launch = options.programmatic_launch && context->info().sm_major >= 9;
+  AC_ASSIGN_OR_RETURN(executor, runtime::FunctionExecutor::create(*function, artifact, kernels, bind, 1));
+  return context->synchronize();
+}
+
+Status FunctionRunner::Impl::upload_inputs(const std::vector<Tensor>& inputs) {
+  AC_TRY(runtime::check_inputs(inputs, input_specs));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].data.empty()) AC_TRY(arguments[i].upload(inputs[i].data.data(), inputs[i].data.size()));
+  return Status::ok();
+}
+
+Expected<std::vector<Tensor>> FunctionRunner::Impl::download_outputs() {
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < output_specs.size(); ++i) {
+    AC_ASSIGN_OR_RETURN(CUdeviceptr address, executor->result_address(1, i));
+    Tensor out;
+    out.name = output_specs[i].name;
+    out.dtype = output_specs[i].dtype;
+    out.shape = output_specs[i].shape;
+    out.data.resize(runtime::tensor_bytes(output_specs[i]));
+    if (!out.data.empty()) AC_TRY(tune::cuda_status(api().MemcpyDtoH(out.data.data(), address, out.data.size()), "cuMemcpyDtoH"));
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+FunctionRunner::FunctionRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FunctionRunner::~FunctionRunner() = default;
+
+Expected<std::unique_ptr<FunctionRunner>> FunctionRunner::load(const EngineOptions& options, const std::string& function,
+                                                              const ProgressFn& progress) {
+  auto impl = std::make_unique<Impl>();
+  AC_TRY(impl->load(options, function, progress));
+  return std::unique_ptr<FunctionRunner>(new FunctionRunner(std::move(impl)));
+}
+
+const std::vector<TensorSpec>& FunctionRunner::inputs() const { return impl_->input_specs; }
+const std::vector<TensorSpec>& FunctionRunner::outputs() const { return impl_->output_specs; }
+const std::string& FunctionRunner::artifact() const { return impl_->artifact_dir; }
+
+Expected<std::vector<Tensor>> FunctionRunner::run(const std::vector<Tensor>& inputs) {
+  AC_TRY(impl_->upload_inputs(inputs));
+  AC_TRY(impl_->executor->enqueue(1, 1, impl_->context->stream()));
+  AC_TRY(impl_->context->synchronize());
+  return impl_->download_outputs();
+}
+
+Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs, int warmup, int repetitions, bool cuda_graph) {
+  if (repetitions < 1 || warmup < 0) return error(ErrorCode::kInvalidArgument, "timing needs warmup >= 0 and repetitions >= 1");
+  AC_TRY(impl_->upload_inputs(inputs));
+  Impl& m = *impl_;
+  const CUstream stream = m.context->stream();
+  auto call = [&m, stream] { return m.executor->enqueue(1, 1, stream); };
+  FunctionTiming timing;
+  AC_ASSIGN_OR_RETURN(timing.launches, m.executor->launches(1, 1));
+  std::unique_ptr<runtime::DecodeGraph> graph;
+  if (cuda_graph) {
+    AC_ASSIGN_OR_RETURN(graph, runtime::DecodeGraph::capture(stream, call));
+    timing.cuda_graph = true;
+  }
+  auto once = [&]() -> Status { return graph ? graph->launch(stream) : call(); };
+  for (int i = 0; i < warmup; ++i) AC_TRY(once());
+  AC_TRY(m.context->synchronize());
+  EventPair events;
+  AC_TRY(tune::cuda_status(api().EventCreate(&events.start, CU_EVENT_DEFAULT), "cuEventCreate"));
+  AC_TRY(tune::cuda_status(api().EventCreate(&events.stop, CU_EVENT_DEFAULT), "cuEventCreate"));
+  for (int i = 0; i < repetitions; ++i) {
+    AC_TRY(tune::cuda_status(api().EventRecord(events.start, stream), "cuEventRecord"));
+    AC_TRY(once());
+    AC_TRY(tune::cuda_status(api().EventRecord(events.stop, stream), "cuEventRecord"));
+    AC_TRY(tune::cuda_status(api().EventSynchronize(events.stop), "cuEventSynchronize"));
+    float ms = 0;
+    AC_TRY(tune::cuda_status(api().EventElapsedTime(&ms, events.start, events.stop), "cuEventElapsedTime"));
+    timing.ms.push_back(ms);
+  }
+  std::vector<double> sorted = timing.ms;
+  std::sort(sorted.begin(), sorted.end());
+  timing.median_ms = sorted[sorted.size() / 2];
+  return timing;
+}
+
+}  // namespace agentcompile
