@@ -331,6 +331,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   auto stage = std::chrono::steady_clock::now();
   size_t total_nodes = 0, total_regions = 0;
   for (const auto& function : module.functions) {
+    if (function.name == "init") continue;  // weights-only: run once at load by the interpreter (runtime/derived_weights.h)
     emit::CompiledFunction f;
     f.name = function.name;
     f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,

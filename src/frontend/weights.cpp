@@ -9,6 +9,26 @@ const TensorInfo* WeightStore::find(const std::string& name) const {
   return nullptr;
 }
 
+void MemoryStore::put(const std::string& name, ir::DType dtype, std::vector<int64_t> shape, std::vector<float> values) {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (tensors_[i].name == name) {
+      tensors_[i] = TensorInfo{name, dtype, std::move(shape)};
+      values_[i] = std::move(values);
+      return;
+    }
+  tensors_.push_back(TensorInfo{name, dtype, std::move(shape)});
+  values_.push_back(std::move(values));
+}
+
+Status MemoryStore::read_f32(const std::string& name, std::vector<float>& out) const {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (tensors_[i].name == name) {
+      out = values_[i];
+      return Status::ok();
+    }
+  return error(ErrorCode::kNotFound, source_ + ": no tensor '" + name + "'");
+}
+
 Status check_weights(const ir::Module& module, const WeightStore& store) {
   for (const auto& param : module.params) {
     if (param.is_alias()) continue;  // rows of another parameter: checked through that one

@@ -33,6 +33,23 @@ class WeightStore {
   virtual bool dtypes_are_exact() const = 0;
 };
 
+// Tensors held in memory as f32 values (parameters computed at load time, tests).
+class MemoryStore : public WeightStore {
+ public:
+  explicit MemoryStore(std::string source) : source_(std::move(source)) {}
+  // Adds (or replaces) a tensor; `values` holds the product of `shape` elements.
+  void put(const std::string& name, ir::DType dtype, std::vector<int64_t> shape, std::vector<float> values);
+  const std::vector<TensorInfo>& tensors() const override { return tensors_; }
+  Status read_f32(const std::string& name, std::vector<float>& out) const override;
+  std::string source() const override { return source_; }
+  bool dtypes_are_exact() const override { return true; }
+
+ private:
+  std::string source_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<std::vector<float>> values_;  // per entry of tensors_
+};
+
 // Checks that the store holds every parameter of `module` with the declared shape (and, when the
 // store's dtypes are exact, the declared dtype). Errors name the store, the tensor and what disagrees.
 Status check_weights(const ir::Module& module, const WeightStore& store);

@@ -41,21 +41,26 @@ Expected<std::vector<uint8_t>> encode(const std::vector<float>& values, ir::DTyp
 
 int64_t DeviceWeights::bytes_needed(const ir::Module& module) {
   size_t total = 0;
-  for (const auto& p : module.params) total += align_up(param_bytes(p));
+  for (const auto& p : module.params)
+    if (!p.is_alias()) total += align_up(param_bytes(p));
   return static_cast<int64_t>(total);
 }
 
-Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const frontend::WeightStore& store) {
+Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const frontend::WeightStore& store,
+                                              const frontend::WeightStore* derived) {
   DeviceWeights weights;
   AC_ASSIGN_OR_RETURN(weights.buffer_, tune::DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(bytes_needed(module), 16))));
   const auto* safetensors = dynamic_cast<const frontend::SafetensorsStore*>(&store);
   size_t offset = 0;
   std::vector<float> values;
   for (const auto& p : module.params) {
+    if (p.is_alias()) continue;  // placed below, inside the parameter it names
     const size_t bytes = param_bytes(p);
     weights.offsets_[p.name] = offset;
+    const bool from_derived = derived && derived->find(p.name);
+    const frontend::WeightStore& source = from_derived ? *derived : store;
     bool copied = false;
-    if (safetensors) {
+    if (safetensors && !from_derived) {
       AC_ASSIGN_OR_RETURN(frontend::RawTensor raw, safetensors->raw(p.name));
       if (raw.dtype == p.type.dtype) {
         if (raw.size != bytes)
@@ -66,14 +71,24 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
       }
     }
     if (!copied) {
-      AC_TRY(store.read_f32(p.name, values));
+      AC_TRY(source.read_f32(p.name, values));
       if (values.size() * ir::dtype_size(p.type.dtype) != bytes)
-        return error(ErrorCode::kMismatch, store.source() + ": " + p.name + " has " + std::to_string(values.size()) + " elements, the module expects " +
+        return error(ErrorCode::kMismatch, source.source() + ": " + p.name + " has " + std::to_string(values.size()) + " elements, the module expects " +
                                                std::to_string(ir::static_elements(p.type.shape)));
       AC_ASSIGN_OR_RETURN(std::vector<uint8_t> encoded, encode(values, p.type.dtype, p.name));
       AC_TRY(weights.buffer_.upload(encoded.data(), encoded.size(), offset));
     }
     offset += align_up(bytes);
+  }
+  for (const auto& p : module.params) {
+    if (!p.is_alias()) continue;
+    const ir::ParamDecl* base = module.find_param(p.alias_of);
+    auto it = weights.offsets_.find(p.alias_of);
+    if (!base || it == weights.offsets_.end())
+      return error(ErrorCode::kInternal, "parameter " + p.name + " aliases " + p.alias_of + ", which was not uploaded");
+    const int64_t rows = p.type.shape[0].value;
+    const size_t row_bytes = rows > 0 ? static_cast<size_t>(ir::static_elements(p.type.shape) / rows) * ir::dtype_size(p.type.dtype) : 0;
+    weights.offsets_[p.name] = it->second + static_cast<size_t>(p.alias_row) * row_bytes;
   }
   return weights;
 }

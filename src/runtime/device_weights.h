@@ -3,7 +3,10 @@
 // read: Hugging Face [N, K] rows for linear layers, so a GEMV streams each output's row; fused QKV
 // and gate/up kernels take their weights as separate slots and read them in one launch). A
 // safetensors tensor already in that dtype is copied byte for byte; anything else (GGUF quantized
-// blocks, a checkpoint in another float type) is converted on the host first.
+// blocks, a checkpoint in another float type) is converted on the host first. A parameter alias (rows
+// of a fused weight, ir::ParamDecl::alias_of) takes no memory of its own: its address is inside the
+// parameter it names. Parameters no checkpoint holds (computed once at load by the module's @init,
+// runtime/derived_weights.h) come from a second store.
 #pragma once
 
 #include <map>
@@ -20,7 +23,9 @@ class DeviceWeights {
  public:
   // Bytes the module's parameters take on the device (aligned as they will be placed).
   static int64_t bytes_needed(const ir::Module& module);
-  static Expected<DeviceWeights> upload(const ir::Module& module, const frontend::WeightStore& store);
+  // `derived`, when given, supplies the parameters it holds in place of `store`.
+  static Expected<DeviceWeights> upload(const ir::Module& module, const frontend::WeightStore& store,
+                                        const frontend::WeightStore* derived = nullptr);
 
   // Device address of a parameter; error names the parameter when the module does not declare it.
   Expected<CUdeviceptr> address(const std::string& name) const;

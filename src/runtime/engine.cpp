@@ -10,6 +10,7 @@
 #include "ir/verifier.h"
 #include "runtime/artifact_resolver.h"
 #include "runtime/decode_loop.h"
+#include "runtime/derived_weights.h"
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
 #include "runtime/sampler.h"
@@ -127,7 +128,8 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     AC_ASSIGN_OR_RETURN(library_, tune::LibraryRunner::create(context_->stream()));
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
-  AC_ASSIGN_OR_RETURN(weights_, runtime::DeviceWeights::upload(module_, *source_.weights));
+  AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module_, *source_.weights));
+  AC_ASSIGN_OR_RETURN(weights_, runtime::DeviceWeights::upload(module_, *source_.weights, derived.get()));
   AC_ASSIGN_OR_RETURN(cache_, runtime::KvCache::allocate(module_, budget.context));
   AC_ASSIGN_OR_RETURN(sampler_, DeviceSampler::create(c.vocab_size, budget.context, artifact_.device_arch,
                                                       cache_root(options.cache_dir) / "nvrtc" / artifact_.device_arch));

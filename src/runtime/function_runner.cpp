@@ -9,6 +9,7 @@
 #include "runtime/artifact_reader.h"
 #include "runtime/artifact_resolver.h"
 #include "runtime/decode_loop.h"
+#include "runtime/derived_weights.h"
 #include "runtime/device_weights.h"
 #include "runtime/executor.h"
 #include "runtime/function_tensors.h"
@@ -86,7 +87,8 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   if (uses_library(artifact)) {
     AC_ASSIGN_OR_RETURN(library, tune::LibraryRunner::create(context->stream()));
   }
-  AC_ASSIGN_OR_RETURN(weights, runtime::DeviceWeights::upload(module, *source.weights));
+  AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module, *source.weights));
+  AC_ASSIGN_OR_RETURN(weights, runtime::DeviceWeights::upload(module, *source.weights, derived.get()));
   AC_ASSIGN_OR_RETURN(cache, runtime::KvCache::allocate(module, 1));
   runtime::FunctionExecutor::Bindings bind{&weights, &cache, library.get(), {}};
   for (const TensorSpec& spec : input_specs) {
