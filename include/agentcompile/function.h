@@ -42,10 +42,19 @@ struct FunctionTiming {
   size_t launches = 0;         // kernel launches per call
 };
 
+struct FunctionRunnerOptions {
+  // Launch on this CUDA stream (a CUstream / cudaStream_t of the current device's primary context, e.g.
+  // torch.cuda.current_stream().cuda_stream) instead of a stream of the runner's own.
+  void* stream = nullptr;
+  // Refuse to compile: use options.artifact or the cached artifact as it is, or fail saying why. Needed
+  // once CUDA is initialized in the process (compiling forks GPU workers).
+  bool never_compile = false;
+};
+
 class FunctionRunner {
  public:
   static Expected<std::unique_ptr<FunctionRunner>> load(const EngineOptions& options, const std::string& function,
-                                                        const ProgressFn& progress = {});
+                                                        const ProgressFn& progress = {}, const FunctionRunnerOptions& runner = {});
   ~FunctionRunner();
 
   const std::vector<TensorSpec>& inputs() const;
@@ -59,6 +68,15 @@ class FunctionRunner {
   // Uploads the inputs once, runs `warmup` calls, then times `repetitions` calls with CUDA events
   // (replaying a CUDA graph of the call when `cuda_graph`).
   Expected<FunctionTiming> time(const std::vector<Tensor>& inputs, int warmup, int repetitions, bool cuda_graph = true);
+
+  // Device-side use, for callers that hold the tensors on the GPU already (the Python binding): copy an
+  // input from device memory, enqueue one call (a graph replay once prepare_graph() ran), copy an output
+  // to device memory. All asynchronous on the runner's stream; sizes must be the specs' byte sizes.
+  Status copy_input_from_device(size_t index, uint64_t device_ptr, size_t bytes);
+  Status enqueue();
+  Status prepare_graph();
+  Status copy_output_to_device(size_t index, uint64_t device_ptr, size_t bytes);
+  Status synchronize();
 
   class Impl;
 

@@ -14,13 +14,17 @@
 #include "runtime/executor.h"
 #include "runtime/function_tensors.h"
 #include "runtime/kv_cache.h"
+#include "tune/admission.h"
 #include "tune/driver_api.h"
 
 namespace agentcompile {
 
+namespace fs = std::filesystem;
+
 class FunctionRunner::Impl {
  public:
-  Status load(const EngineOptions& options, const std::string& function, const ProgressFn& progress);
+  Status load(const EngineOptions& options, const std::string& function, const ProgressFn& progress, const FunctionRunnerOptions& runner);
+  CUstream stream() const { return external_stream ? external_stream : context->stream(); }
   Status upload_inputs(const std::vector<Tensor>& inputs);
   Expected<std::vector<Tensor>> download_outputs();
 
@@ -38,11 +42,15 @@ class FunctionRunner::Impl {
   runtime::KernelSet kernels;
   std::vector<tune::DeviceBuffer> arguments;
   std::unique_ptr<runtime::FunctionExecutor> executor;
+  CUstream external_stream = nullptr;
+  std::unique_ptr<runtime::DecodeGraph> graph;  // the call captured once, for device-side replays
 };
 
 namespace {
 
 const tune::DriverApi& api() { return *tune::driver_api(); }
+
+fs::path runtime_cache_dir(const EngineOptions& options) { return cache_root(options.cache_dir); }
 
 bool uses_library(const runtime::LoadedArtifact& artifact) {
   for (const auto& [id, region] : artifact.regions)
@@ -63,7 +71,9 @@ struct EventPair {
 
 }  // namespace
 
-Status FunctionRunner::Impl::load(const EngineOptions& options, const std::string& name, const ProgressFn& progress) {
+Status FunctionRunner::Impl::load(const EngineOptions& options, const std::string& name, const ProgressFn& progress,
+                                  const FunctionRunnerOptions& runner) {
+  external_stream = static_cast<CUstream>(runner.stream);
   AC_ASSIGN_OR_RETURN(source, frontend::open_model(options.model, /*with_weights=*/true));
   if (!source.weights) return error(ErrorCode::kInvalidArgument, options.model.string() + " has no weights");
   AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
@@ -78,14 +88,31 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   AC_ASSIGN_OR_RETURN(output_specs, runtime::result_specs(*function, source));
 
   // The artifact, before CUDA is initialized here: compiling forks GPU workers.
-  AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source.config, ir::print_module(module), progress));
-  artifact_dir = resolved.dir.string();
-  AC_ASSIGN_OR_RETURN(artifact, runtime::read_artifact(resolved.dir));
+  const std::string ir_text = ir::print_module(module);
+  if (runner.never_compile) {
+    // CUDA may already be up in this process (the Python binding): probe in-process, never fork.
+    AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
+    const tune::DeviceInfo& device = context->info();
+    const fs::path dir = options.artifact.empty() ? runtime::default_artifact_dir(runtime_cache_dir(options), options.model, source.config, options.compile)
+                                                  : options.artifact;
+    const std::string why = runtime::artifact_incompatibility(dir, source.config, ir_text, tune::nvrtc_arch(device));
+    if (!why.empty())
+      return error(ErrorCode::kMismatch, dir.string() + " cannot run " + options.model.string() + ": " + why +
+                                             " (compile it first: agentcompile compile " + options.model.string() + ")");
+    artifact_dir = dir.string();
+  } else {
+    AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source.config, ir_text, progress));
+    artifact_dir = resolved.dir.string();
+  }
+  const fs::path resolved_dir = artifact_dir;
+  AC_ASSIGN_OR_RETURN(artifact, runtime::read_artifact(resolved_dir));
   if (!artifact.functions.count(name)) return error(ErrorCode::kMismatch, artifact_dir + ": the artifact has no function @" + name);
 
-  AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
+  if (!context) {
+    AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
+  }
   if (uses_library(artifact)) {
-    AC_ASSIGN_OR_RETURN(library, tune::LibraryRunner::create(context->stream()));
+    AC_ASSIGN_OR_RETURN(library, tune::LibraryRunner::create(stream()));
   }
   AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module, *source.weights));
   AC_ASSIGN_OR_RETURN(weights, runtime::DeviceWeights::upload(module, *source.weights, derived.get()));
@@ -98,7 +125,7 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   }
   bind.programmatic_launch = options.programmatic_launch && context->info().sm_major >= 9;
   AC_ASSIGN_OR_RETURN(executor, runtime::FunctionExecutor::create(*function, artifact, kernels, bind, 1));
-  return context->synchronize();
+  return tune::cuda_status(api().StreamSynchronize(stream()), "cuStreamSynchronize");
 }
 
 Status FunctionRunner::Impl::upload_inputs(const std::vector<Tensor>& inputs) {
@@ -127,9 +154,9 @@ FunctionRunner::FunctionRunner(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 FunctionRunner::~FunctionRunner() = default;
 
 Expected<std::unique_ptr<FunctionRunner>> FunctionRunner::load(const EngineOptions& options, const std::string& function,
-                                                              const ProgressFn& progress) {
+                                                              const ProgressFn& progress, const FunctionRunnerOptions& runner) {
   auto impl = std::make_unique<Impl>();
-  AC_TRY(impl->load(options, function, progress));
+  AC_TRY(impl->load(options, function, progress, runner));
   return std::unique_ptr<FunctionRunner>(new FunctionRunner(std::move(impl)));
 }
 
@@ -139,16 +166,54 @@ const std::string& FunctionRunner::artifact() const { return impl_->artifact_dir
 
 Expected<std::vector<Tensor>> FunctionRunner::run(const std::vector<Tensor>& inputs) {
   AC_TRY(impl_->upload_inputs(inputs));
-  AC_TRY(impl_->executor->enqueue(1, 1, impl_->context->stream()));
-  AC_TRY(impl_->context->synchronize());
+  AC_TRY(impl_->executor->enqueue(1, 1, impl_->stream()));
+  AC_TRY(synchronize());
   return impl_->download_outputs();
+}
+
+Status FunctionRunner::synchronize() {
+  return tune::cuda_status(api().StreamSynchronize(impl_->stream()), "cuStreamSynchronize");
+}
+
+Status FunctionRunner::copy_input_from_device(size_t index, uint64_t device_ptr, size_t bytes) {
+  if (index >= impl_->input_specs.size()) return error(ErrorCode::kInvalidArgument, "no input " + std::to_string(index));
+  const size_t expected = runtime::tensor_bytes(impl_->input_specs[index]);
+  if (bytes != expected)
+    return error(ErrorCode::kInvalidArgument, "input " + impl_->input_specs[index].name + " takes " + std::to_string(expected) + " bytes, not " +
+                                                  std::to_string(bytes));
+  if (bytes == 0) return Status::ok();
+  return tune::cuda_status(api().MemcpyDtoDAsync(impl_->arguments[index].ptr(), static_cast<CUdeviceptr>(device_ptr), bytes, impl_->stream()),
+                           "cuMemcpyDtoDAsync(input " + impl_->input_specs[index].name + ")");
+}
+
+Status FunctionRunner::copy_output_to_device(size_t index, uint64_t device_ptr, size_t bytes) {
+  if (index >= impl_->output_specs.size()) return error(ErrorCode::kInvalidArgument, "no output " + std::to_string(index));
+  const size_t expected = runtime::tensor_bytes(impl_->output_specs[index]);
+  if (bytes != expected)
+    return error(ErrorCode::kInvalidArgument, "output " + impl_->output_specs[index].name + " is " + std::to_string(expected) + " bytes, not " +
+                                                  std::to_string(bytes));
+  if (bytes == 0) return Status::ok();
+  AC_ASSIGN_OR_RETURN(CUdeviceptr address, impl_->executor->result_address(1, index));
+  return tune::cuda_status(api().MemcpyDtoDAsync(static_cast<CUdeviceptr>(device_ptr), address, bytes, impl_->stream()),
+                           "cuMemcpyDtoDAsync(output " + impl_->output_specs[index].name + ")");
+}
+
+Status FunctionRunner::prepare_graph() {
+  Impl& m = *impl_;
+  AC_ASSIGN_OR_RETURN(m.graph, runtime::DecodeGraph::capture(m.stream(), [&m] { return m.executor->enqueue(1, 1, m.stream()); }));
+  return Status::ok();
+}
+
+Status FunctionRunner::enqueue() {
+  Impl& m = *impl_;
+  return m.graph ? m.graph->launch(m.stream()) : m.executor->enqueue(1, 1, m.stream());
 }
 
 Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs, int warmup, int repetitions, bool cuda_graph) {
   if (repetitions < 1 || warmup < 0) return error(ErrorCode::kInvalidArgument, "timing needs warmup >= 0 and repetitions >= 1");
   AC_TRY(impl_->upload_inputs(inputs));
   Impl& m = *impl_;
-  const CUstream stream = m.context->stream();
+  const CUstream stream = m.stream();
   auto call = [&m, stream] { return m.executor->enqueue(1, 1, stream); };
   FunctionTiming timing;
   AC_ASSIGN_OR_RETURN(timing.launches, m.executor->launches(1, 1));
@@ -159,7 +224,7 @@ Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs,
   }
   auto once = [&]() -> Status { return graph ? graph->launch(stream) : call(); };
   for (int i = 0; i < warmup; ++i) AC_TRY(once());
-  AC_TRY(m.context->synchronize());
+  AC_TRY(synchronize());
   EventPair events;
   AC_TRY(tune::cuda_status(api().EventCreate(&events.start, CU_EVENT_DEFAULT), "cuEventCreate"));
   AC_TRY(tune::cuda_status(api().EventCreate(&events.stop, CU_EVENT_DEFAULT), "cuEventCreate"));

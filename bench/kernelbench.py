@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""KernelBench on captured modules (BENCHMARK.md, "KernelBench"): capture, compile, check, time.
+
+For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels and every dtype:
+  1. capture   `python3 -m agentcompile.capture module FILE --dtype D --seed 0 --no-example-data -o WORK/cap/NAME-D`
+  2. compile   `agentcompile compile WORK/cap/NAME-D -o WORK/art/NAME-D` (validated and timed on this GPU)
+  Both run as subprocesses before this process touches CUDA (compiling forks GPU workers).
+  3. check     KernelBench's rule: for each of --seeds seeds, inputs from get_inputs() under that seed, the
+               outputs of PyTorch eager (the capture's own weights loaded into Model) against agentcompile's
+               (python/agentcompile/runtime.py: the compiled kernels on torch's tensors and stream, outputs in
+               fresh buffers), torch.allclose with atol = rtol = 1e-2; integer outputs exactly.
+  4. time      CUDA events on torch's current stream, --warmup calls then --trials timed calls, median:
+               eager, torch.compile(model) (default mode) and agentcompile (one call = a CUDA-graph replay of
+               the function's kernels; inputs already in its buffers), all in this process, one after another.
+A problem that cannot be captured, compiled or checked counts as incorrect (never skipped); the reason is
+recorded. fast_p = share of problems that are correct and more than p times faster than the baseline
+(fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
+results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
+and plot.png. TF32 stays off (torch's default for matmuls); the table says so.
+"""
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+TORCH_DTYPES = {"f32": "float32", "f16": "float16"}
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+def problem_files(root: pathlib.Path, levels: list[int], only: str | None) -> list[tuple[int, pathlib.Path]]:
+    files = []
+    for level in levels:
+        for path in sorted((root / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0])):
+            if only and not re.search(only, path.name):
+                continue
+            files.append((level, path))
+    return files
+
+
+def run(cmd: list[str], timeout: float, log_path: pathlib.Path, env=None) -> tuple[bool, str, float]:
+    start = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        output = proc.stdout + proc.stderr
+        ok = proc.returncode == 0
+    except subprocess.TimeoutExpired as e:
+        output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        output += f"\ntimed out after {timeout:.0f} s"
+        ok = False
+    log_path.write_text(" ".join(cmd) + "\n" + output)
+    last = [line for line in output.strip().splitlines() if line.strip()]
+    return ok, (last[-1] if last else ""), time.time() - start
+
+
+def load_problem(path: pathlib.Path):
+    spec = importlib.util.spec_from_file_location(f"kb_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def median_cuda_ms(torch, fn, warmup: int, trials: int) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(trials):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def as_list(outputs):
+    if isinstance(outputs, (tuple, list)):
+        return list(outputs)
+    return [outputs]
+
+
+def check_outputs(torch, expected, actual) -> tuple[bool, str]:
+    expected, actual = as_list(expected), as_list(actual)
+    if len(expected) != len(actual):
+        return False, f"{len(actual)} outputs, eager gives {len(expected)}"
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if tuple(e.shape) != tuple(a.shape):
+            return False, f"output {i}: shape {tuple(a.shape)}, eager {tuple(e.shape)}"
+        if not e.is_floating_point():
+            if not torch.equal(e.to(torch.int64), a.to(torch.int64)):
+                return False, f"output {i}: {int((e.to(torch.int64) != a.to(torch.int64)).sum())} integer elements differ"
+            continue
+        a32, e32 = a.float(), e.float()
+        if not torch.allclose(a32, e32, atol=1e-2, rtol=1e-2):
+            diff = (a32 - e32).abs()
+            return False, f"output {i}: max abs error {diff.nan_to_num(float('inf')).max().item():.3g}"
+    return True, ""
+
+
+def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathlib.Path, art: pathlib.Path) -> dict:
+    """Check and time one compiled problem (CUDA is live in this process from here on)."""
+    from safetensors.torch import load_file
+    from agentcompile.runtime import FunctionRunner
+
+    torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
+    problem = load_problem(path)
+    torch.manual_seed(args.model_seed)
+    model = problem.Model(*problem.get_init_inputs())
+    weights = cap / "weights.safetensors"
+    if weights.exists():
+        state = load_file(str(weights))
+        missing = model.load_state_dict({k: v for k, v in state.items()}, strict=False)
+        del missing
+    model = model.to(device="cuda", dtype=torch_dtype if dtype != "f32" else None)
+    runner = FunctionRunner(cap, artifact=art)
+
+    def inputs_for(seed: int):
+        torch.manual_seed(seed)
+        values = problem.get_inputs()
+        return [v.to("cuda", dtype=torch_dtype) if v.is_floating_point() else v.to("cuda") for v in values]
+
+    result = {"correct": True, "seeds": args.seeds}
+    with torch.no_grad():
+        for seed in range(args.seeds):
+            inputs = inputs_for(seed)
+            expected = model(*inputs)
+            actual = runner(*inputs)
+            torch.cuda.synchronize()
+            ok, why = check_outputs(torch, expected, actual)
+            if not ok:
+                result.update(correct=False, reason=f"seed {seed}: {why}")
+                break
+            del inputs, expected, actual
+        inputs = inputs_for(args.seeds)
+        result["eager_ms"] = median_cuda_ms(torch, lambda: model(*inputs), args.warmup, args.trials)
+        try:
+            compiled = torch.compile(model)
+            result["torch_compile_ms"] = median_cuda_ms(torch, lambda: compiled(*inputs), args.warmup, args.trials)
+        except Exception as e:  # a baseline that fails is recorded, not fatal
+            result["torch_compile_error"] = str(e).splitlines()[0][:200]
+        runner.set_inputs(*inputs)
+        result["agentcompile_ms"] = median_cuda_ms(torch, runner.enqueue, args.warmup, args.trials)
+    del runner, model, inputs
+    torch.cuda.empty_cache()
+    return result
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(entries: list[dict]) -> dict:
+    n = len(entries)
+    correct = [e for e in entries if e.get("correct")]
+    def speedups(baseline):
+        return [e[baseline] / e["agentcompile_ms"] for e in correct if e.get(baseline) and e.get("agentcompile_ms")]
+    over_eager, over_compile = speedups("eager_ms"), speedups("torch_compile_ms")
+    return {"problems": n, "fast_0": len(correct) / n if n else 0,
+            "fast_1_eager": sum(1 for s in over_eager if s > 1) / n if n else 0,
+            "fast_1_compile": sum(1 for s in over_compile if s > 1) / n if n else 0,
+            "geomean_over_eager": geomean(over_eager), "geomean_over_compile": geomean(over_compile)}
+
+
+def write_report(out: pathlib.Path, doc: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(doc, indent=1, sort_keys=True))
+    entries = list(doc["problems"].values())
+    lines = [f"# KernelBench on captured modules ({doc['environment'].get('gpu', '?')})", "",
+             f"Commit {doc['environment'].get('commit', '?')}, torch {doc['environment'].get('torch', '?')}, "
+             f"{doc['settings']['seeds']} seeds (atol = rtol = 1e-2), timing: {doc['settings']['warmup']} warm-ups, "
+             f"{doc['settings']['trials']} trials, median of CUDA events on torch's stream. TF32 off for every system.", "",
+             "| level | dtype | problems | fast_0 | fast_1 over eager | fast_1 over torch.compile | geomean over eager | geomean over torch.compile |",
+             "|---|---|---|---|---|---|---|---|"]
+    def fmt(x, pct=False):
+        return "—" if x is None else (f"{100 * x:.0f}%" if pct else f"{x:.2f}×")
+    for level in sorted({e["level"] for e in entries}):
+        for dtype in sorted({e["dtype"] for e in entries}):
+            group = [e for e in entries if e["level"] == level and e["dtype"] == dtype]
+            if not group:
+                continue
+            s = summarize(group)
+            lines.append(f"| {level} | {dtype} | {s['problems']} | {fmt(s['fast_0'], True)} | {fmt(s['fast_1_eager'], True)} | "
+                         f"{fmt(s['fast_1_compile'], True)} | {fmt(s['geomean_over_eager'])} | {fmt(s['geomean_over_compile'])} |")
+    lines += ["", "| problem | dtype | correct | eager ms | torch.compile ms | agentcompile ms | vs eager | vs compile | note |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for e in sorted(entries, key=lambda e: (e["level"], int(e["problem"].split("_")[0]), e["dtype"])):
+        ac, eager, comp = e.get("agentcompile_ms"), e.get("eager_ms"), e.get("torch_compile_ms")
+        lines.append(f"| L{e['level']} {e['problem']} | {e['dtype']} | {'yes' if e.get('correct') else 'no'} | "
+                     f"{eager and f'{eager:.4f}' or '—'} | {comp and f'{comp:.4f}' or '—'} | {ac and f'{ac:.4f}' or '—'} | "
+                     f"{eager and ac and f'{eager / ac:.2f}×' or '—'} | {comp and ac and f'{comp / ac:.2f}×' or '—'} | "
+                     f"{(e.get('reason') or '')[:120]} |")
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    try:
+        plot(out / "plot.png", entries)
+    except Exception as e:  # a plot is a convenience; the numbers are in results.json
+        log("plot failed:", e)
+
+
+def plot(path: pathlib.Path, entries: list[dict]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    groups = sorted({(e["level"], e["dtype"]) for e in entries})
+    fig, axes = plt.subplots(len(groups), 1, figsize=(14, 3.2 * len(groups)), squeeze=False)
+    for ax, (level, dtype) in zip(axes[:, 0], groups):
+        group = sorted([e for e in entries if e["level"] == level and e["dtype"] == dtype],
+                       key=lambda e: int(e["problem"].split("_")[0]))
+        names = [e["problem"].split("_")[0] for e in group]
+        def ratio(e, base):
+            return e[base] / e["agentcompile_ms"] if e.get("correct") and e.get(base) and e.get("agentcompile_ms") else 0
+        xs = range(len(group))
+        ax.bar([x - 0.2 for x in xs], [ratio(e, "eager_ms") for e in group], 0.4, label="over eager")
+        ax.bar([x + 0.2 for x in xs], [ratio(e, "torch_compile_ms") for e in group], 0.4, label="over torch.compile")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(list(xs), names, fontsize=7)
+        ax.set_title(f"level {level}, {dtype}: agentcompile speedup (0 = incorrect)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def environment(args) -> dict:
+    import torch
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "commit": commit,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                     capture_output=True, text=True).stdout.strip()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", default=str(ROOT / "build" / "agentcompile"))
+    parser.add_argument("--problems", default=str(ROOT.parent / "shared" / "kernelbench"))
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--dtypes", nargs="+", default=["f32", "f16"], choices=list(TORCH_DTYPES))
+    parser.add_argument("--only", help="regular expression on the problem file name")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--work", default="/tmp/agentcompile-kernelbench")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--model-seed", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--capture-timeout", type=float, default=300)
+    parser.add_argument("--compile-timeout", type=float, default=600)
+    parser.add_argument("--compile-args", default="", help="extra arguments for agentcompile compile")
+    parser.add_argument("--budget", type=float, default=0, help="stop starting new problems after this many seconds (0: none)")
+    parser.add_argument("--phase", choices=["all", "compile", "evaluate"], default="all")
+    args = parser.parse_args()
+
+    start = time.time()
+    out, work = pathlib.Path(args.out), pathlib.Path(args.work)
+    (work / "logs").mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    problems = problem_files(pathlib.Path(args.problems), args.levels, args.only)
+    state_path = work / "compile_state.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+
+    if args.phase in ("all", "compile"):
+        for level, path in problems:
+            for dtype in args.dtypes:
+                key = f"L{level}/{path.stem}/{dtype}"
+                if state.get(key, {}).get("compiled"):
+                    continue
+                if args.budget and time.time() - start > args.budget:
+                    state.setdefault(key, {"compiled": False, "reason": "not run: time budget spent before this problem"})
+                    continue
+                cap, art = work / "cap" / f"L{level}-{path.stem}-{dtype}", work / "art" / f"L{level}-{path.stem}-{dtype}"
+                entry = {"cap": str(cap), "art": str(art)}
+                ok, last, seconds = run([sys.executable, "-m", "agentcompile.capture", "module", str(path), "--dtype", dtype,
+                                         "--seed", str(args.model_seed), "--no-example-data", "-o", str(cap)],
+                                        args.capture_timeout, work / "logs" / f"{key.replace('/', '-')}-capture.log", env)
+                entry["capture_s"] = round(seconds, 2)
+                if not ok:
+                    entry.update(compiled=False, reason="capture failed: " + last)
+                else:
+                    cmd = [args.cli, "compile", str(cap), "-o", str(art)] + args.compile_args.split()
+                    ok, last, seconds = run(cmd, args.compile_timeout, work / "logs" / f"{key.replace('/', '-')}-compile.log")
+                    entry["compile_s"] = round(seconds, 2)
+                    entry.update(compiled=ok, reason="" if ok else "compile failed: " + last)
+                log(f"{key}: {'compiled' if entry['compiled'] else entry['reason']} ({entry.get('capture_s', 0)} + {entry.get('compile_s', 0)} s)")
+                state[key] = entry
+                state_path.write_text(json.dumps(state, indent=1))
+    if args.phase == "compile":
+        return 0
+
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    results_path = out / "results.json"
+    doc = json.loads(results_path.read_text()) if results_path.exists() else {"problems": {}}
+    doc["environment"] = environment(args)
+    doc["settings"] = {"seeds": args.seeds, "warmup": args.warmup, "trials": args.trials, "tf32": False}
+    for level, path in problems:
+        for dtype in args.dtypes:
+            key = f"L{level}/{path.stem}/{dtype}"
+            entry = {"level": level, "problem": path.stem, "dtype": dtype}
+            compiled = state.get(key, {})
+            entry.update({k: compiled[k] for k in ("capture_s", "compile_s") if k in compiled})
+            if not compiled.get("compiled"):
+                entry.update(correct=False, reason=compiled.get("reason", "not compiled"))
+            else:
+                try:
+                    entry.update(evaluate(torch, args, level, path, dtype, pathlib.Path(compiled["cap"]), pathlib.Path(compiled["art"])))
+                except Exception as e:
+                    entry.update(correct=False, reason=f"evaluation failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+                    (work / "logs" / f"{key.replace('/', '-')}-evaluate.log").write_text(traceback.format_exc())
+                    torch.cuda.empty_cache()
+            doc["problems"][key] = entry
+            log(f"{key}: {'correct' if entry.get('correct') else 'INCORRECT'} eager {entry.get('eager_ms')} compile "
+                f"{entry.get('torch_compile_ms')} agentcompile {entry.get('agentcompile_ms')} {entry.get('reason', '')}")
+            write_report(out, doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
