@@ -12,6 +12,8 @@
 #include <climits>
 #include <cmath>
 #include <deque>
+#include <new>
+#include <stdexcept>
 
 #include "ir/interpreter_exec.h"
 #include "ir/interpreter_ops.h"
@@ -110,6 +112,19 @@ Expected<Plan> make_plan(const Module& module, const Function& function) {
       plan.release_after[function.value(id).producer].push_back(id);
   }
   return plan;
+}
+
+// One node; a tensor too large to allocate (a huge static shape, a huge max_context) is an error,
+// not a terminated process.
+Expected<Tensor> execute(exec::Context& context, const Function& function, const Node& node,
+                         const std::vector<Tensor>& values, const SymbolBindings& bindings) {
+  try {
+    return exec::execute_node(context, function, node, values, bindings);
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kResourceExhausted, "out of memory");
+  } catch (const std::length_error&) {
+    return error(ErrorCode::kResourceExhausted, "a tensor larger than memory can hold");
+  }
 }
 
 }  // namespace
@@ -327,7 +342,7 @@ struct Interpreter::Impl {
                                 int64_t T) -> const kernels::RopeTable& { return rope_table(inv_freq, scale, pos, T); };
     for (size_t i = 0; i < function->nodes.size(); ++i) {
       const Node& node = function->nodes[i];
-      auto result = exec::execute_node(context, *function, node, values, bindings);
+      auto result = execute(context, *function, node, values, bindings);
       if (!result) return result.status().with_context(describe_node(*function, i));
       values[node.result] = std::move(result).value();
       for (ValueId dead : plan->release_after[i]) values[dead] = Tensor{};
