@@ -3,13 +3,17 @@
 //
 // Per function, a plan is made once: each node's declared type is checked against inference (so an
 // unverified or hand-edited module is rejected instead of indexing out of bounds) and the values
-// that die after each node are listed. Weights are loaded on first use and cached; states are
-// allocated [max_context, KV, D] on first use and live until the interpreter does.
+// that die after each node are listed. Weights are loaded on first use and cached (an alias's rows
+// are copied out of its source, which is loaded once under its own name); states are allocated
+// [max_context, KV, D] on first use and live until the interpreter does.
 #include "ir/interpreter.h"
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <deque>
+#include <new>
+#include <stdexcept>
 
 #include "ir/interpreter_exec.h"
 #include "ir/interpreter_ops.h"
@@ -33,6 +37,12 @@ HostTensor HostTensor::from_i32(std::vector<int64_t> shape, std::vector<int32_t>
 
 HostTensor HostTensor::scalar_i32(int32_t value) { return from_i32({}, {value}); }
 
+HostTensor HostTensor::from_bool(std::vector<int64_t> shape, std::vector<int32_t> values) {
+  HostTensor tensor = from_i32(std::move(shape), std::move(values));
+  tensor.dtype = DType::kBool;
+  return tensor;
+}
+
 namespace {
 
 using exec::Tensor;
@@ -46,7 +56,8 @@ std::string describe_node(const Function& function, size_t index) {
   std::string name = node.result >= 0 && node.result < static_cast<ValueId>(function.values.size())
                          ? function.value(node.result).name
                          : std::to_string(index);
-  return function.name + ": node %" + name + " (" + std::string(op_name(node.op)) + ")";
+  return function.name + ": node %" + name + " (" + std::string(op_name(node.op)) +
+         (node.loc.empty() ? "" : ", " + node.loc) + ")";
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -58,9 +69,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Expected<Plan> make_plan(const Module& module, const Function& function) {
   const auto value_count = static_cast<ValueId>(function.values.size());
   for (const Value& value : function.values)
-    if (!is_float(value.type.dtype) && value.type.dtype != DType::kI32)
+    if (!is_float(value.type.dtype) && !exec::int_storage(value.type.dtype))
       return error(ErrorCode::kUnsupported, function.name + ": value %" + value.name + " is " + value.type.to_string() +
-                                                "; the interpreter holds only float and i32 values");
+                                                "; the interpreter holds only float, i32 and bool values");
   std::vector<bool> defined(function.values.size(), false);
   std::vector<int64_t> last_use(function.values.size(), -1);
   for (ValueId arg : function.args) {
@@ -103,6 +114,19 @@ Expected<Plan> make_plan(const Module& module, const Function& function) {
   return plan;
 }
 
+// One node; a tensor too large to allocate (a huge static shape, a huge max_context) is an error,
+// not a terminated process.
+Expected<Tensor> execute(exec::Context& context, const Function& function, const Node& node,
+                         const std::vector<Tensor>& values, const SymbolBindings& bindings) {
+  try {
+    return exec::execute_node(context, function, node, values, bindings);
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kResourceExhausted, "out of memory");
+  } catch (const std::length_error&) {
+    return error(ErrorCode::kResourceExhausted, "a tensor larger than memory can hold");
+  }
+}
+
 }  // namespace
 
 struct Interpreter::Impl {
@@ -115,8 +139,9 @@ struct Interpreter::Impl {
   std::map<std::string, Plan> plans;
 
   struct RopeEntry {
-    kernels::RopeParams params;
-    int64_t D, pos, T;
+    std::vector<float> inv_freq;
+    float scale;
+    int64_t pos, T;
     kernels::RopeTable table;
   };
   std::deque<RopeEntry> rope_cache;  // valid for one call; a deque keeps handed-out references valid
@@ -131,23 +156,73 @@ struct Interpreter::Impl {
     if (!shape_is_static(param->type.shape))
       return error(ErrorCode::kInvalidArgument,
                    "parameter " + name + " has a symbolic shape " + param->type.to_string());
+    if (!is_float(param->type.dtype) && !exec::int_storage(param->type.dtype))
+      return error(ErrorCode::kUnsupported, "parameter " + name + " is " + param->type.to_string() +
+                                                "; the interpreter holds only float, i32 and bool values");
+    AC_ASSIGN_OR_RETURN(Tensor tensor, param->is_alias() ? alias_rows(*param) : load(*param));
+    return weights.emplace(name, std::move(tensor)).first->second;
+  }
+
+  Expected<Tensor> load(const ParamDecl& param) {
+    const std::string& name = param.name;
     if (!loader) return error(ErrorCode::kNotFound, "no weight loader to load " + name);
     std::vector<float> data;
     Status status = loader(name, data);
     if (!status.is_ok()) return status.with_context("loading weight " + name);
-    const int64_t expected = static_elements(param->type.shape);
+    const int64_t expected = static_elements(param.type.shape);
     if (static_cast<int64_t>(data.size()) != expected)
       return error(ErrorCode::kMismatch, "loading weight " + name + ": the loader gave " + std::to_string(data.size()) +
-                                             " values, " + param->type.to_string() + " needs " +
+                                             " values, " + param.type.to_string() + " needs " +
                                              std::to_string(expected));
     Tensor tensor;
-    tensor.dtype = param->type.dtype;
-    tensor.shape = SymbolBindings{}.resolve(param->type.shape);
-    if (tensor.is_int())
-      tensor.i32 = std::make_shared<std::vector<int32_t>>(data.begin(), data.end());
-    else
+    tensor.dtype = param.type.dtype;
+    tensor.shape = SymbolBindings{}.resolve(param.type.shape);
+    if (!tensor.is_int()) {
       tensor.f32 = std::make_shared<std::vector<float>>(std::move(data));  // no copy of a large tensor
-    return weights.emplace(name, std::move(tensor)).first->second;
+      return tensor;
+    }
+    // Integer parameters arrive as floats: each must be a whole number of the dtype (a cast of
+    // anything else would be undefined).
+    tensor.i32 = std::make_shared<std::vector<int32_t>>(data.size());
+    const bool is_bool = tensor.dtype == DType::kBool;
+    for (size_t i = 0; i < data.size(); ++i) {
+      const float value = data[i];
+      if (!(value >= -2147483648.0f && value < 2147483648.0f) || value != std::trunc(value) ||
+          (is_bool && value != 0.0f && value != 1.0f))
+        return error(ErrorCode::kInvalidArgument, "loading weight " + name + ": element " + std::to_string(i) + " (" +
+                                                      std::to_string(value) + ") is not a " +
+                                                      std::string(dtype_name(tensor.dtype)) + " value");
+      (*tensor.i32)[i] = static_cast<int32_t>(value);
+    }
+    return tensor;
+  }
+
+  // Rows [alias_row, alias_row + rows) of the source's leading axis, copied out of the source
+  // (which stays cached under its own name, as other aliases and nodes may read it).
+  Expected<Tensor> alias_rows(const ParamDecl& param) {
+    const std::string at = "parameter " + param.name + " (rows of " + param.alias_of + " from row " +
+                           std::to_string(param.alias_row) + ")";
+    const ParamDecl* source = module.find_param(param.alias_of);
+    if (!source) return error(ErrorCode::kNotFound, at + ": module has no parameter named '" + param.alias_of + "'");
+    if (source->is_alias()) return error(ErrorCode::kInvalidArgument, at + ": the source is itself an alias");
+    // The module may be unverified: check that the rows lie inside the source before copying.
+    const Shape& a = param.type.shape;
+    const Shape& b = source->type.shape;
+    bool fits = param.type.dtype == source->type.dtype && !a.empty() && a.size() == b.size() &&
+                shape_is_static(b) && param.alias_row >= 0 && a[0].value <= b[0].value - param.alias_row;
+    for (size_t d = 1; fits && d < a.size(); ++d) fits = a[d] == b[d];
+    if (!fits)
+      return error(ErrorCode::kInvalidArgument,
+                   at + ": " + param.type.to_string() + " does not fit in " + source->type.to_string());
+    AC_ASSIGN_OR_RETURN(Tensor whole, weight(param.alias_of));
+    Tensor rows = exec::make_tensor(param.type.dtype, SymbolBindings{}.resolve(a));
+    const int64_t row = rows.elements() / std::max<int64_t>(1, rows.shape[0]);  // elements per leading row
+    const int64_t begin = param.alias_row * row;
+    if (rows.is_int())
+      std::copy_n(whole.i() + begin, rows.elements(), rows.i32->data());
+    else
+      std::copy_n(whole.f() + begin, rows.elements(), rows.f32->data());
+    return rows;
   }
 
   Expected<Tensor> state(const std::string& name) {
@@ -168,13 +243,10 @@ struct Interpreter::Impl {
     return states.emplace(name, exec::make_tensor(decl->type.dtype, bindings.resolve(decl->type.shape))).first->second;
   }
 
-  const kernels::RopeTable& rope_table(const kernels::RopeParams& p, int64_t D, int64_t pos, int64_t T) {
+  const kernels::RopeTable& rope_table(const std::vector<float>& inv_freq, float scale, int64_t pos, int64_t T) {
     for (const RopeEntry& e : rope_cache)
-      if (e.D == D && e.pos == pos && e.T == T && e.params.theta == p.theta && e.params.scaling == p.scaling &&
-          e.params.factor == p.factor && e.params.low_freq_factor == p.low_freq_factor &&
-          e.params.high_freq_factor == p.high_freq_factor && e.params.original_max_position == p.original_max_position)
-        return e.table;
-    rope_cache.push_back(RopeEntry{p, D, pos, T, kernels::rope_table(kernels::rope_inv_freq(p, D), pos, T)});
+      if (e.pos == pos && e.T == T && e.scale == scale && e.inv_freq == inv_freq) return e.table;
+    rope_cache.push_back(RopeEntry{inv_freq, scale, pos, T, kernels::rope_table(inv_freq, pos, T, scale)});
     return rope_cache.back().table;
   }
 
@@ -200,9 +272,9 @@ struct Interpreter::Impl {
       const Value& decl = function.value(function.args[i]);
       const HostTensor& arg = args[i];
       const std::string where = function.name + ": argument '" + decl.name + "' (" + decl.type.to_string() + ")";
-      const bool want_int = decl.type.dtype == DType::kI32;
+      const bool want_int = exec::int_storage(decl.type.dtype);
       // Float dtypes are interchangeable here: the interpreter holds all of them as f32.
-      if (want_int != (arg.dtype == DType::kI32) || (!want_int && !is_float(arg.dtype)))
+      if (want_int ? arg.dtype != decl.type.dtype : !is_float(arg.dtype))
         return error(ErrorCode::kInvalidArgument, where + ": got a " + std::string(dtype_name(arg.dtype)) + " tensor");
       if (arg.shape.size() != decl.type.shape.size())
         return error(ErrorCode::kInvalidArgument, where + ": got shape " + shape_text(arg.shape));
@@ -226,6 +298,11 @@ struct Interpreter::Impl {
       if (static_cast<int64_t>(held) != arg.elements())
         return error(ErrorCode::kInvalidArgument,
                      where + ": holds " + std::to_string(held) + " values for shape " + shape_text(arg.shape));
+      if (decl.type.dtype == DType::kBool)
+        for (size_t e = 0; e < arg.i32.size(); ++e)
+          if (arg.i32[e] != 0 && arg.i32[e] != 1)
+            return error(ErrorCode::kInvalidArgument, where + ": element " + std::to_string(e) + " is " +
+                                                          std::to_string(arg.i32[e]) + "; bool values are 0 or 1");
     }
     if (tokens == 0) return error(ErrorCode::kInvalidArgument, function.name + ": T must be at least 1");
     if (tokens > 0) bindings.T = tokens;
@@ -261,11 +338,11 @@ struct Interpreter::Impl {
     context.pool = &pool;
     context.weight = [this](const std::string& n) { return weight(n); };
     context.state = [this](const std::string& n) { return state(n); };
-    context.rope_table = [this](const kernels::RopeParams& p, int64_t D, int64_t pos,
-                                int64_t T) -> const kernels::RopeTable& { return rope_table(p, D, pos, T); };
+    context.rope_table = [this](const std::vector<float>& inv_freq, float scale, int64_t pos,
+                                int64_t T) -> const kernels::RopeTable& { return rope_table(inv_freq, scale, pos, T); };
     for (size_t i = 0; i < function->nodes.size(); ++i) {
       const Node& node = function->nodes[i];
-      auto result = exec::execute_node(context, *function, node, values, bindings);
+      auto result = execute(context, *function, node, values, bindings);
       if (!result) return result.status().with_context(describe_node(*function, i));
       values[node.result] = std::move(result).value();
       for (ValueId dead : plan->release_after[i]) values[dead] = Tensor{};
@@ -311,7 +388,7 @@ Expected<Interpreter::Generation> Interpreter::generate_greedy(const std::vector
     auto outputs = run(function, {HostTensor::from_i32({static_cast<int64_t>(tokens.size())}, tokens),
                                   HostTensor::scalar_i32(static_cast<int32_t>(pos))});
     if (!outputs) return outputs.status().with_context("generate_greedy");
-    if (outputs->empty() || (*outputs)[0].dtype == DType::kI32 || (*outputs)[0].shape.size() != 2 ||
+    if (outputs->empty() || exec::int_storage((*outputs)[0].dtype) || (*outputs)[0].shape.size() != 2 ||
         (*outputs)[0].shape[0] < 1 || (*outputs)[0].shape[1] < 1)
       return error(ErrorCode::kMismatch, "generate_greedy: " + function + " must return float logits [rows, V] first");
     const HostTensor& logits = (*outputs)[0];  // [T or 1, V]

@@ -4,12 +4,35 @@
 //
 // Choices ir/ops.h leaves open:
 //   - f16/bf16 values are held as f32 and never rounded (an fp32 reference of the model's math); a
-//     cast between float dtypes relabels, a cast to i32 truncates toward zero (saturating, NaN -> 0).
-//   - linear and attention dot products accumulate in float over eight fixed lanes; norms, softmax
-//     and attention's weighted sums accumulate in double. Results do not depend on the thread count.
+//     cast between float dtypes relabels, a cast to i32 truncates toward zero (saturating, NaN -> 0),
+//     a cast to bool is x != 0 (NaN -> true, as in torch).
+//   - bool values are i32 0/1 (arguments, results, parameters and constants must hold only 0 or 1).
+//     An i32 constant, an i32 arange's start and step and an integer parameter must be whole numbers
+//     within i32's range; anything else is an error, never an undefined conversion.
+//   - linear, matmul, attention and sdpa dot products accumulate in float over eight fixed lanes;
+//     norms, softmax, attention's weighted sums, float sums, means, products and scans accumulate in
+//     double. Results do not depend on the thread count.
+//   - float math beyond one IEEE operation (log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, sin,
+//     cos, pow, gelu) is evaluated in double and rounded once; silu and exp stay float formulas. A
+//     float arange is start + i * step in double, rounded (torch's CPU arange); default start 0, step 1.
+//   - sign(NaN) is 0 and sign(-0) is 0, as torch's kernel computes (0 < x) - (x < 0); relu(NaN) is
+//     NaN; clamp rounds its bounds to float and with lo > hi gives hi (min(max(x, lo), hi)).
+//   - i32 arithmetic wraps (add, sub, mul, neg, abs, sums, products, scans); INT32_MIN / -1 is
+//     INT32_MIN; division by zero is an error. max, min, mean, argmax and argmin over an empty axis
+//     are errors; an empty sum is 0, an empty product 1.
+//   - layer_norm with two operands takes the second as the weight (no bias-only form).
+//   - sdpa: causal is torch's top-left alignment (query i sees keys 0..i, also when S != S2); causal
+//     and a mask together both apply (torch refuses the pair); a float mask is added to the float
+//     score; a row whose keys are all dropped, or all -inf, is NaN.
+//   - embedding, index_select, gather and index_copy indices must lie in [0, size): negative ones are
+//     errors, as in torch's index_select and gather. index_copy checks every index before writing
+//     (a failed call leaves the state as it was) and writes repeated indices in order (the last wins).
 //   - rope follows transformers in float32: inv_freq = 1 / theta^(2i/D) (llama3-scaled when asked),
-//     angle = float(pos + t) * inv_freq, cos/sin rounded from double.
-//   - errors never abort: every failure is a Status naming the function, node and reason.
+//     or attr inv_freq rounded to f32; angle = float(pos + t) * inv_freq, cos/sin rounded from
+//     double, then multiplied in float by attr scale.
+//   - an alias parameter's rows are copied out of its source, which the loader is asked for once.
+//   - errors never abort: every failure is a Status naming the function, node (and its source
+//     location when it has one) and reason.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +46,9 @@
 
 namespace agentcompile::ir {
 
-// A host tensor: f32 values for float dtypes (whatever the IR dtype), i32 values for integer ones.
-// As an argument, any float dtype is accepted for a float parameter (all are held as f32).
+// A host tensor: f32 values for float dtypes (whatever the IR dtype), i32 values for i32 and bool
+// (0 or 1). As an argument, any float dtype is accepted for a float parameter (all are held as f32);
+// i32 and bool arguments must carry exactly that dtype.
 struct HostTensor {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
@@ -34,9 +58,11 @@ struct HostTensor {
   int64_t elements() const;
   static HostTensor from_i32(std::vector<int64_t> shape, std::vector<int32_t> values);
   static HostTensor scalar_i32(int32_t value);
+  static HostTensor from_bool(std::vector<int64_t> shape, std::vector<int32_t> values);  // values 0 or 1
 };
 
-// Supplies a parameter's values as f32 (the frontend dequantizes/converts).
+// Supplies a parameter's values as f32 (the frontend dequantizes/converts). It is asked only for
+// parameters that are not aliases; an alias's rows are taken from its source.
 using WeightLoader = std::function<Status(const std::string& name, std::vector<float>& out)>;
 
 struct InterpreterOptions {

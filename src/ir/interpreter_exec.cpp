@@ -2,8 +2,10 @@
 //
 // Result shapes come from the node's IR type resolved with this call's T and L; the planner checked
 // every declared type against inference, so operand shapes agree with their types and the kernels'
-// index arithmetic stays in bounds. What types cannot promise (token ids, positions, slices of T)
-// is checked here against the actual values.
+// index arithmetic stays in bounds. What types cannot promise (token ids, indices, positions, slices
+// of T, integer constants) is checked here against the actual values. Pointwise ops are handed to
+// interpreter_pointwise.cpp, data movement to interpreter_layout.cpp; sources, side effects and the
+// numeric kernels are dispatched here.
 #include "ir/interpreter_exec.h"
 
 #include <algorithm>
@@ -23,37 +25,27 @@ Tensor make_tensor(DType dtype, std::vector<int64_t> shape) {
   tensor.dtype = dtype;
   tensor.shape = std::move(shape);
   const auto count = static_cast<size_t>(tensor.elements());
-  if (dtype == DType::kI32)
+  if (int_storage(dtype))
     tensor.i32 = std::make_shared<std::vector<int32_t>>(count);
   else
     tensor.f32 = std::make_shared<std::vector<float>>(count);
   return tensor;
 }
 
+Status check_indices(const Tensor& indices, int64_t size, const std::string& what, const std::string& range) {
+  const int32_t* values = indices.i();
+  for (int64_t i = 0; i < indices.elements(); ++i)
+    if (values[i] < 0 || values[i] >= size)
+      return error(ErrorCode::kInvalidArgument, what + " " + std::to_string(values[i]) + " at position " +
+                                                    std::to_string(i) + " is out of range for " + range);
+  return Status::ok();
+}
+
 namespace {
 
 Status invalid(const std::string& what) { return error(ErrorCode::kInvalidArgument, what); }
 
-int64_t normalize_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
-
-// A tensor viewed as [outer, shape[axis], inner] around `axis`.
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-AxisSplit split_at(const std::vector<int64_t>& shape, int64_t axis) {
-  AxisSplit split;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis)
-      split.outer *= shape[d];
-    else if (d == axis)
-      split.n = shape[d];
-    else
-      split.inner *= shape[d];
-  }
-  return split;
-}
-
-// The same storage under another dtype/shape (views, reshapes, same-class casts).
+// The same storage under another dtype/shape (views, reshapes, same-storage casts).
 Tensor alias(const Tensor& x, DType dtype, std::vector<int64_t> shape) {
   Tensor out = x;
   out.dtype = dtype;
@@ -61,77 +53,58 @@ Tensor alias(const Tensor& x, DType dtype, std::vector<int64_t> shape) {
   return out;
 }
 
-Expected<Tensor> run_binary(const Node& node, const Tensor& a, const Tensor& b, Tensor out) {
-  kernels::Binary op = kernels::Binary::kAdd;
-  switch (node.op) {
-    case OpKind::kSub: op = kernels::Binary::kSub; break;
-    case OpKind::kMul: op = kernels::Binary::kMul; break;
-    case OpKind::kDiv: op = kernels::Binary::kDiv; break;
-    default: break;
-  }
-  if (a.is_int()) {
-    if (op == kernels::Binary::kDiv && std::find(b.i32->begin(), b.i32->end(), 0) != b.i32->end())
-      return invalid("integer division by zero");
-    kernels::binary(op, a.i(), a.shape, b.i(), b.shape, out.i32->data(), out.shape);
-  } else {
-    kernels::binary(op, a.f(), a.shape, b.f(), b.shape, out.f32->data(), out.shape);
-  }
-  return out;
+// The product of all dims but the last: the rows of a row-wise op (also when the last dim is 0).
+int64_t leading_rows(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return rows;
 }
 
-template <typename F>
-Tensor map_float(const Tensor& x, Tensor out, F f) {
-  const float* in = x.f();
-  float* y = out.f32->data();
-  const int64_t count = x.elements();
-  for (int64_t i = 0; i < count; ++i) y[i] = f(in[i]);
-  return out;
+// A number an integer tensor must hold exactly: whole, finite and within i32's range.
+Expected<int32_t> whole_i32(double value, const std::string& what) {
+  if (!(value >= -2147483648.0 && value <= 2147483647.0) || value != std::trunc(value))
+    return invalid(what + " " + attr_to_string(value) + " is not a whole number within i32's range");
+  return static_cast<int32_t>(value);
 }
 
-Expected<Tensor> run_cast(const Tensor& x, Tensor out) {
-  const int64_t count = x.elements();
-  if (out.is_int()) {
-    // torch truncates toward zero; we also saturate and send NaN to 0 so no value is undefined.
-    for (int64_t i = 0; i < count; ++i) {
-      const float v = (*x.f32)[i];
-      int32_t r = 0;
-      if (std::isnan(v))
-        r = 0;
-      else if (v >= 2147483647.0f)
-        r = std::numeric_limits<int32_t>::max();
-      else if (v <= -2147483648.0f)
-        r = std::numeric_limits<int32_t>::min();
-      else
-        r = static_cast<int32_t>(v);
-      (*out.i32)[i] = r;
+Expected<Tensor> run_constant(const Node& node, Tensor out) {
+  const bool dense = node.has_attr("values");
+  const FloatList values = dense ? node.floats_attr("values") : FloatList{node.float_attr("value")};
+  const int64_t count = out.elements();
+  if (dense && static_cast<int64_t>(values.size()) != count)
+    return invalid("attr values holds " + std::to_string(values.size()) + " numbers for " + std::to_string(count) +
+                   " elements");
+  for (int64_t i = 0; i < count; ++i) {
+    const double value = values[dense ? i : 0];
+    if (!out.is_int()) {
+      (*out.f32)[i] = static_cast<float>(value);
+      continue;
     }
-  } else {
-    for (int64_t i = 0; i < count; ++i) (*out.f32)[i] = static_cast<float>((*x.i32)[i]);
+    AC_ASSIGN_OR_RETURN(int32_t whole, whole_i32(value, "element " + std::to_string(i)));
+    if (out.dtype == DType::kBool && whole != 0 && whole != 1)
+      return invalid("bool element " + std::to_string(i) + " is " + std::to_string(whole) + ", not 0 or 1");
+    (*out.i32)[i] = whole;
   }
   return out;
 }
 
-Expected<Tensor> run_embedding(const Tensor& table, const Tensor& ids, Tensor out) {
-  const int64_t vocab = table.shape[0];
-  const int64_t hidden = table.shape[1];
-  for (int64_t t = 0; t < ids.elements(); ++t) {
-    const int32_t id = (*ids.i32)[t];
-    if (id < 0 || id >= vocab)
-      return invalid("token id " + std::to_string(id) + " at position " + std::to_string(t) +
-                     " is out of range for vocab size " + std::to_string(vocab));
-    std::copy_n(table.f() + id * hidden, hidden, out.f32->data() + t * hidden);  // [H]
+// torch computes a float arange in double and rounds each value; an i32 one is exact.
+Expected<Tensor> run_arange(const Node& node, Tensor out) {
+  const double start = node.float_attr("start", 0.0);
+  const double step = node.float_attr("step", 1.0);
+  const int64_t count = out.elements();
+  if (!out.is_int()) {
+    for (int64_t i = 0; i < count; ++i) (*out.f32)[i] = static_cast<float>(start + static_cast<double>(i) * step);
+    return out;
   }
-  return out;
-}
-
-Expected<Tensor> run_matmul(Context& context, const Tensor& a, const Tensor& b, Tensor out) {
-  const size_t r = a.shape.size();
-  const int64_t M = a.shape[r - 2], K = a.shape[r - 1], N = b.shape[r - 1];
-  const int64_t batches = a.elements() / std::max<int64_t>(1, M * K);
-  std::vector<float> bt(static_cast<size_t>(N * K));  // [N, K]: b transposed so linear's kernel applies
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    kernels::permute(b.f() + batch * K * N, bt.data(), {K, N}, {1, 0});
-    kernels::linear(*context.pool, a.f() + batch * M * K, bt.data(), nullptr, out.f32->data() + batch * M * N, M, N, K);
+  AC_ASSIGN_OR_RETURN(int32_t first, whole_i32(start, "start"));
+  AC_ASSIGN_OR_RETURN(int32_t stride, whole_i32(step, "step"));
+  for (int64_t i = 0; i < count; ++i) {
+    // Stops at the first value past i32, so i * stride stays far inside int64.
+    const int64_t value = first + i * stride;
+    if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max())
+      return invalid("element " + std::to_string(i) + " (" + std::to_string(value) + ") overflows i32");
+    (*out.i32)[i] = static_cast<int32_t>(value);
   }
   return out;
 }
@@ -140,17 +113,6 @@ Expected<int64_t> read_position(const Tensor& pos) {
   const int32_t value = (*pos.i32)[0];
   if (value < 0) return invalid("position " + std::to_string(value) + " is negative");
   return static_cast<int64_t>(value);
-}
-
-kernels::RopeParams rope_params(const Node& node) {
-  kernels::RopeParams params;
-  params.theta = node.float_attr("theta", 10000.0);
-  params.scaling = node.string_attr("scaling", "none");
-  params.factor = node.float_attr("factor", 1.0);
-  params.low_freq_factor = node.float_attr("low_freq_factor", 1.0);
-  params.high_freq_factor = node.float_attr("high_freq_factor", 4.0);
-  params.original_max_position = node.float_attr("original_max_position", 8192.0);
-  return params;
 }
 
 Expected<Tensor> run_kv_append(Context& context, const Node& node, const Tensor& x, const Tensor& pos_tensor) {
@@ -167,6 +129,56 @@ Expected<Tensor> run_kv_append(Context& context, const Node& node, const Tensor&
   return cache;
 }
 
+// Every index is checked before anything is written, so a failed call leaves the state as it was.
+// Repeated indices write in order (the last one stays).
+Expected<Tensor> run_index_copy(Context& context, const Node& node, const Tensor& src, const Tensor& index) {
+  const std::string name = node.string_attr("state");
+  AC_ASSIGN_OR_RETURN(Tensor state, context.state(name));  // [L, KV, D]
+  const int64_t axis = normalize_axis(node.int_attr("axis"), state.shape.size());
+  const AxisSplit split = split_at(state.shape, axis);
+  AC_TRY(check_indices(index, split.n, "index",
+                       "state " + name + " (axis " + std::to_string(axis) + " of size " + std::to_string(split.n) + ")"));
+  std::vector<float> copy;  // src may be this very state (its own earlier result): read a copy then
+  const float* from = src.f();
+  if (src.f32 == state.f32) {
+    copy = *src.f32;
+    from = copy.data();
+  }
+  const int64_t m = index.elements();
+  for (int64_t o = 0; o < split.outer; ++o)
+    for (int64_t j = 0; j < m; ++j)
+      std::copy_n(from + (o * m + j) * split.inner, split.inner,
+                  state.f32->data() + (o * split.n + index.i()[j]) * split.inner);
+  return state;
+}
+
+kernels::RopeParams rope_params(const Node& node) {
+  kernels::RopeParams params;
+  params.theta = node.float_attr("theta", 10000.0);
+  params.scaling = node.string_attr("scaling", "none");
+  params.factor = node.float_attr("factor", 1.0);
+  params.low_freq_factor = node.float_attr("low_freq_factor", 1.0);
+  params.high_freq_factor = node.float_attr("high_freq_factor", 4.0);
+  params.original_max_position = node.float_attr("original_max_position", 8192.0);
+  return params;
+}
+
+Expected<Tensor> run_rope(Context& context, const Node& node, const Tensor& x, const Tensor& pos_tensor, Tensor out) {
+  const int64_t T = x.shape[0], H = x.shape[1], D = x.shape[2];  // x [T, H, D]
+  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(pos_tensor));
+  std::vector<float> inv_freq;
+  if (node.has_attr("inv_freq"))
+    for (double f : node.floats_attr("inv_freq")) inv_freq.push_back(static_cast<float>(f));
+  else
+    inv_freq = kernels::rope_inv_freq(rope_params(node), D);
+  if (static_cast<int64_t>(inv_freq.size()) != D / 2)
+    return invalid("the inverse frequencies hold " + std::to_string(inv_freq.size()) + " values, head dim " +
+                   std::to_string(D) + " needs " + std::to_string(D / 2));
+  const auto scale = static_cast<float>(node.float_attr("scale", 1.0));
+  kernels::rope(x.f(), out.f32->data(), T, H, D, context.rope_table(inv_freq, scale, pos, T));
+  return out;
+}
+
 Expected<Tensor> run_attention(Context& context, const Node& node, const std::vector<const Tensor*>& in, Tensor out) {
   const Tensor& q = *in[0];  // [T, NH, D]
   const Tensor& k = *in[1];  // [L, KV, D]
@@ -178,12 +190,100 @@ Expected<Tensor> run_attention(Context& context, const Node& node, const std::ve
   shape.KV = k.shape[1];
   shape.D = q.shape[2];
   shape.pos = pos;
+  shape.window = node.int_attr("window", 0);
   shape.scale = node.float_attr("scale", 1.0);
   if (pos + shape.T > k.shape[0])
     return invalid("queries at positions [" + std::to_string(pos) + ", " + std::to_string(pos + shape.T) +
                    ") need more keys than the " + std::to_string(k.shape[0]) + " rows of the cache");
   kernels::attention(*context.pool, q.f(), k.f(), v.f(), out.f32->data(), shape);
   return out;
+}
+
+Expected<Tensor> run_sdpa(Context& context, const Node& node, const std::vector<const Tensor*>& in, Tensor out) {
+  const Tensor& q = *in[0];  // [B..., NH, S, D]
+  const Tensor& k = *in[1];  // [B..., KV, S2, D]
+  const Tensor& v = *in[2];  // [B..., KV, S2, Dv]
+  const size_t r = q.shape.size();
+  kernels::SdpaShape shape;
+  shape.batch.assign(q.shape.begin(), q.shape.end() - 3);
+  shape.NH = q.shape[r - 3];
+  shape.S = q.shape[r - 2];
+  shape.D = q.shape[r - 1];
+  shape.KV = k.shape[r - 3];
+  shape.S2 = k.shape[r - 2];
+  shape.Dv = v.shape[r - 1];
+  shape.scale = node.float_attr("scale", 1.0);
+  shape.causal = node.int_attr("causal", 0) != 0;
+  kernels::SdpaMask mask;
+  if (in.size() == 4) {
+    std::vector<int64_t> scores = q.shape;  // [B..., NH, S, S2]
+    scores[r - 1] = shape.S2;
+    mask.steps = broadcast_steps(in[3]->shape, scores);
+    if (in[3]->is_int())
+      mask.keep = in[3]->i();
+    else
+      mask.bias = in[3]->f();
+  }
+  kernels::sdpa(*context.pool, q.f(), k.f(), v.f(), out.f32->data(), shape, mask);
+  return out;
+}
+
+Expected<Tensor> run_axis_op(const Node& node, const Tensor& x, Tensor out) {
+  const int64_t axis = normalize_axis(node.int_attr("axis", -1), x.shape.size());
+  const AxisSplit s = split_at(x.shape, axis);
+  switch (node.op) {
+    case OpKind::kSoftmax: kernels::softmax(x.f(), out.f32->data(), s.outer, s.n, s.inner); return out;
+    case OpKind::kLogSoftmax: kernels::log_softmax(x.f(), out.f32->data(), s.outer, s.n, s.inner); return out;
+    case OpKind::kCumsum:
+    case OpKind::kCumprod: {
+      const bool product = node.op == OpKind::kCumprod;
+      if (x.is_int())
+        kernels::cumulative(x.i(), out.i32->data(), s.outer, s.n, s.inner, product);
+      else
+        kernels::cumulative(x.f(), out.f32->data(), s.outer, s.n, s.inner, product);
+      return out;
+    }
+    default: break;
+  }
+  if (s.n == 0 && node.op != OpKind::kReduceSum && node.op != OpKind::kReduceProd)
+    return invalid("reduces an empty axis");
+  if (node.op == OpKind::kArgmax || node.op == OpKind::kArgmin) {
+    const bool max = node.op == OpKind::kArgmax;
+    with_storage(x.is_int(), [&](auto tag) {
+      using T = decltype(tag);
+      if (max)
+        kernels::argmax(x.data<T>(), out.i32->data(), s.outer, s.n, s.inner);
+      else
+        kernels::argmin(x.data<T>(), out.i32->data(), s.outer, s.n, s.inner);
+    });
+    return out;
+  }
+  kernels::Reduction reduction = kernels::Reduction::kSum;
+  switch (node.op) {
+    case OpKind::kReduceMax: reduction = kernels::Reduction::kMax; break;
+    case OpKind::kReduceMin: reduction = kernels::Reduction::kMin; break;
+    case OpKind::kReduceMean: reduction = kernels::Reduction::kMean; break;
+    case OpKind::kReduceProd: reduction = kernels::Reduction::kProd; break;
+    default: break;
+  }
+  if (x.is_int())
+    kernels::reduce(x.i(), out.i32->data(), s.outer, s.n, s.inner, reduction);
+  else
+    kernels::reduce(x.f(), out.f32->data(), s.outer, s.n, s.inner, reduction);
+  return out;
+}
+
+// Operands that float-only kernels read as f32 but the type rules leave free.
+bool needs_float(OpKind op, size_t operand) {
+  switch (op) {
+    case OpKind::kLinear:
+    case OpKind::kMatmul:
+    case OpKind::kRmsNorm:
+    case OpKind::kLayerNorm: return true;
+    case OpKind::kRope: return operand == 0;
+    case OpKind::kAttention: return operand < 3;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -201,113 +301,68 @@ Expected<Tensor> execute_node(Context& context, const Function& function, const 
     case OpKind::kReshape:
     case OpKind::kView: return alias(*in[0], type.dtype, shape);
     case OpKind::kKvAppend: return run_kv_append(context, node, *in[0], *in[1]);
-    case OpKind::kCast:  // between float dtypes values stay f32 (no f16/bf16 rounding): a relabel
-      if (in[0]->is_int() == (type.dtype == DType::kI32)) return alias(*in[0], type.dtype, shape);
+    case OpKind::kIndexCopy: return run_index_copy(context, node, *in[0], *in[1]);
+    case OpKind::kCast:
+      // Between float dtypes values stay f32 (no f16/bf16 rounding), and bool -> i32 keeps its 0/1:
+      // relabels. Only i32 -> bool must map every nonzero value to 1.
+      if (in[0]->is_int() == int_storage(type.dtype) && !(in[0]->dtype == DType::kI32 && type.dtype == DType::kBool))
+        return alias(*in[0], type.dtype, shape);
       break;
     default: break;
   }
-  // Everything else is float-only except the layout ops, arithmetic, cast and argmax's output.
-  const bool int_ok = node.op == OpKind::kTranspose || node.op == OpKind::kSlice || node.op == OpKind::kBroadcast ||
-                      node.op == OpKind::kAdd || node.op == OpKind::kSub || node.op == OpKind::kMul ||
-                      node.op == OpKind::kDiv || node.op == OpKind::kCast || node.op == OpKind::kEmbedding;
-  for (size_t i = 0; i < in.size(); ++i) {
-    const bool index_operand = (node.op == OpKind::kEmbedding && i == 1) ||
-                               ((node.op == OpKind::kRope || node.op == OpKind::kAttention) && i + 1 == in.size());
-    if (in[i]->is_int() && !int_ok && !index_operand)
-      return error(ErrorCode::kUnsupported, "the interpreter runs this op on float operands only");
-  }
-  if (node.op == OpKind::kEmbedding && in[0]->is_int())
-    return error(ErrorCode::kUnsupported, "the interpreter gathers from float tables only");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (needs_float(node.op, i) && in[i]->is_int())
+      return error(ErrorCode::kUnsupported, "the interpreter runs " + std::string(op_name(node.op)) +
+                                                " on float operands only; operand " + std::to_string(i) + " is " +
+                                                std::string(dtype_name(in[i]->dtype)));
 
   Tensor out = make_tensor(type.dtype, shape);
+  const OpClass op_class = op_info(node.op).op_class;
+  if (op_class == OpClass::kPointwise) return run_pointwise(node, in, std::move(out));
+  if (op_class == OpClass::kLayout || op_class == OpClass::kGather) return run_layout(node, in, std::move(out));
   switch (node.op) {
-    case OpKind::kWeight:
-    case OpKind::kReshape:
-    case OpKind::kView:
-    case OpKind::kKvAppend: break;  // handled above
-    case OpKind::kEmbedding: return run_embedding(*in[0], *in[1], std::move(out));
+    case OpKind::kConstant: return run_constant(node, std::move(out));
+    case OpKind::kArange: return run_arange(node, std::move(out));
     case OpKind::kLinear: {
       const int64_t K = in[0]->shape.back();
       const int64_t N = in[1]->shape[0];
       kernels::linear(*context.pool, in[0]->f(), in[1]->f(), in.size() == 3 ? in[2]->f() : nullptr, out.f32->data(),
-                      in[0]->elements() / std::max<int64_t>(1, K), N, K);
+                      leading_rows(in[0]->shape), N, K);
       return out;
     }
-    case OpKind::kMatmul: return run_matmul(context, *in[0], *in[1], std::move(out));
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv: return run_binary(node, *in[0], *in[1], std::move(out));
-    // HF silu: x * sigmoid(x) in float32.
-    case OpKind::kSilu: return map_float(*in[0], std::move(out), [](float x) { return x / (1.0f + std::exp(-x)); });
-    case OpKind::kExp: return map_float(*in[0], std::move(out), [](float x) { return std::exp(x); });
-    case OpKind::kNeg: return map_float(*in[0], std::move(out), [](float x) { return -x; });
-    case OpKind::kCast: return run_cast(*in[0], std::move(out));
-    case OpKind::kRmsNorm: {
-      const int64_t D = in[0]->shape.back();
-      kernels::rmsnorm(*context.pool, in[0]->f(), in[1]->f(), out.f32->data(),
-                       in[0]->elements() / std::max<int64_t>(1, D), D, node.float_attr("eps"));
+    case OpKind::kMatmul: {
+      const std::vector<int64_t>& a = in[0]->shape;  // [B..., M, K]; b [B..., K, N]
+      const size_t r = a.size();
+      int64_t batches = 1;
+      for (size_t d = 0; d + 2 < r; ++d) batches *= a[d];
+      kernels::matmul(*context.pool, in[0]->f(), in[1]->f(), out.f32->data(), batches, a[r - 2], in[1]->shape[r - 1],
+                      a[r - 1]);
       return out;
     }
-    case OpKind::kRope: {
-      const Tensor& x = *in[0];  // [T, H, D]
-      AC_ASSIGN_OR_RETURN(int64_t pos, read_position(*in[1]));
-      const auto& table = context.rope_table(rope_params(node), x.shape[2], pos, x.shape[0]);
-      kernels::rope(x.f(), out.f32->data(), x.shape[0], x.shape[1], x.shape[2], table);
+    case OpKind::kRmsNorm:
+      kernels::rmsnorm(*context.pool, in[0]->f(), in[1]->f(), out.f32->data(), leading_rows(in[0]->shape),
+                       in[0]->shape.back(), node.float_attr("eps"));
       return out;
-    }
-    case OpKind::kTranspose: {
-      std::vector<int64_t> perm;
-      for (const Dim& d : node.dims_attr("perm")) perm.push_back(d.value);
-      if (out.is_int())
-        kernels::permute(in[0]->i(), out.i32->data(), in[0]->shape, perm);
-      else
-        kernels::permute(in[0]->f(), out.f32->data(), in[0]->shape, perm);
+    case OpKind::kLayerNorm:
+      kernels::layer_norm(*context.pool, in[0]->f(), in.size() > 1 ? in[1]->f() : nullptr,
+                          in.size() > 2 ? in[2]->f() : nullptr, out.f32->data(), leading_rows(in[0]->shape),
+                          in[0]->shape.back(), node.float_attr("eps"));
       return out;
-    }
-    case OpKind::kSlice: {
-      const int64_t axis = normalize_axis(node.int_attr("axis"), in[0]->shape.size());
-      const AxisSplit split = split_at(in[0]->shape, axis);
-      const int64_t length = node.int_attr("length");
-      int64_t start = node.int_attr("start");
-      if (start < 0) start += split.n;
-      if (start < 0 || start + length > split.n)
-        return invalid("slice [" + std::to_string(node.int_attr("start")) + ", +" + std::to_string(length) +
-                       ") is out of range of axis " + std::to_string(axis) + " (size " + std::to_string(split.n) + ")");
-      if (out.is_int())
-        kernels::slice(in[0]->i(), out.i32->data(), split.outer, split.n, split.inner, start, length);
-      else
-        kernels::slice(in[0]->f(), out.f32->data(), split.outer, split.n, split.inner, start, length);
-      return out;
-    }
-    case OpKind::kBroadcast:
-      if (out.is_int())
-        kernels::broadcast_to(in[0]->i(), out.i32->data(), in[0]->shape, shape);
-      else
-        kernels::broadcast_to(in[0]->f(), out.f32->data(), in[0]->shape, shape);
-      return out;
+    case OpKind::kRope: return run_rope(context, node, *in[0], *in[1], std::move(out));
     case OpKind::kAttention: return run_attention(context, node, in, std::move(out));
-    case OpKind::kSoftmax: {
-      const AxisSplit split = split_at(in[0]->shape, normalize_axis(node.int_attr("axis", -1), in[0]->shape.size()));
-      kernels::softmax(in[0]->f(), out.f32->data(), split.outer, split.n, split.inner);
-      return out;
-    }
+    case OpKind::kSdpa: return run_sdpa(context, node, in, std::move(out));
+    case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
     case OpKind::kReduceSum:
     case OpKind::kReduceMax:
+    case OpKind::kReduceMin:
     case OpKind::kReduceMean:
-    case OpKind::kArgmax: {
-      const AxisSplit split = split_at(in[0]->shape, normalize_axis(node.int_attr("axis", -1), in[0]->shape.size()));
-      if (split.n == 0 && node.op != OpKind::kReduceSum) return invalid("reduces an empty axis");
-      if (node.op == OpKind::kArgmax) {
-        kernels::argmax(in[0]->f(), out.i32->data(), split.outer, split.n, split.inner);
-        return out;
-      }
-      const auto reduction = node.op == OpKind::kReduceSum   ? kernels::Reduction::kSum
-                             : node.op == OpKind::kReduceMax ? kernels::Reduction::kMax
-                                                             : kernels::Reduction::kMean;
-      kernels::reduce(in[0]->f(), out.f32->data(), split.outer, split.n, split.inner, reduction);
-      return out;
-    }
+    case OpKind::kReduceProd:
+    case OpKind::kArgmax:
+    case OpKind::kArgmin:
+    case OpKind::kCumsum:
+    case OpKind::kCumprod: return run_axis_op(node, *in[0], std::move(out));
+    default: break;
   }
   return error(ErrorCode::kInternal, "no interpreter rule for this op");
 }

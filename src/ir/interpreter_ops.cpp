@@ -1,9 +1,10 @@
-// The reference interpreter's kernels (see interpreter_ops.h for what each computes).
+// The reference interpreter's dense kernels: linear and matmul, rmsnorm and layer_norm, rope, and
+// attention and sdpa (see interpreter_ops.h for what each computes).
 //
 // linear dominates a model's runtime, so it alone is tuned: the weight is split into blocks of rows,
-// one task per block, and a block stays in cache while every row of x passes over it. The inner dot
-// products keep eight independent float accumulators per output: float addition is not associative,
-// so a reduction is only vectorized when its lanes are written out.
+// one task per block, and a block stays in cache while every row of x passes over it; matmul reuses
+// it per batch. The inner dot products keep eight independent float accumulators per output: float
+// addition is not associative, so a reduction is only vectorized when its lanes are written out.
 #include "ir/interpreter_ops.h"
 
 #include <algorithm>
@@ -84,70 +85,19 @@ int64_t grain_for(int64_t work_per_item) {
   return std::max<int64_t>(1, kMinParallelWork / std::max<int64_t>(1, work_per_item));
 }
 
-// Copies x into y[out_shape] reading x at offset sum(index[d] * step[d]): covers permutation
-// (steps are permuted strides) and broadcasting (a stretched dim has step 0).
-template <typename T>
-void strided_copy(const T* x, T* y, const std::vector<int64_t>& out_shape, const std::vector<int64_t>& step) {
-  int64_t total = 1;
-  for (int64_t size : out_shape) total *= size;
-  const int rank = static_cast<int>(out_shape.size());
-  std::vector<int64_t> index(rank, 0);
-  int64_t offset = 0;
-  for (int64_t o = 0; o < total; ++o) {
-    y[o] = x[offset];
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < out_shape[d]) {
-        offset += step[d];
-        break;
-      }
-      offset -= step[d] * (out_shape[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
-
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
-// Steps of a right-aligned, broadcast input inside out_shape: 0 where the input has no dim or size 1.
-std::vector<int64_t> broadcast_steps(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& out_shape) {
-  const std::vector<int64_t> strides = row_major_strides(in_shape);
-  const size_t lead = out_shape.size() - in_shape.size();
-  std::vector<int64_t> step(out_shape.size(), 0);
-  for (size_t d = 0; d < in_shape.size(); ++d)
-    if (in_shape[d] != 1) step[lead + d] = strides[d];
-  return step;
-}
-
-template <typename T, typename F>
-void binary_loop(F f, const T* a, const std::vector<int64_t>& a_shape, const T* b, const std::vector<int64_t>& b_shape,
-                 T* y, const std::vector<int64_t>& out_shape) {
-  int64_t total = 1;
-  for (int64_t size : out_shape) total *= size;
-  if (a_shape == out_shape && b_shape == out_shape) {  // residual adds, gating multiplies
-    for (int64_t i = 0; i < total; ++i) y[i] = f(a[i], b[i]);
-    return;
-  }
-  const std::vector<int64_t> sa = broadcast_steps(a_shape, out_shape);
-  const std::vector<int64_t> sb = broadcast_steps(b_shape, out_shape);
-  const int rank = static_cast<int>(out_shape.size());
-  std::vector<int64_t> index(rank, 0);
-  int64_t oa = 0, ob = 0;
-  for (int64_t o = 0; o < total; ++o) {
-    y[o] = f(a[oa], b[ob]);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < out_shape[d]) {
-        oa += sa[d];
-        ob += sb[d];
-        break;
-      }
-      oa -= sa[d] * (out_shape[d] - 1);
-      ob -= sb[d] * (out_shape[d] - 1);
-      index[d] = 0;
-    }
+// Rows [n0, n1) of y[M,N] = x[M,K] @ w[N,K]^T (+ b): rows n0..n1 of w (16 * K floats) stay in L2
+// while all M rows of x pass over them.
+constexpr int64_t kRowBlock = 16;
+void linear_block(const float* x, const float* w, const float* b, float* y, int64_t M, int64_t N, int64_t K,
+                  int64_t n0, int64_t n1) {
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xr = x + m * K;  // [K]
+    float* yr = y + m * N;        // [N]
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) dot4(xr, w + n * K, w + (n + 1) * K, w + (n + 2) * K, w + (n + 3) * K, K, yr + n);
+    for (; n < n1; ++n) yr[n] = dot1(xr, w + n * K, K);
+    if (b)
+      for (n = n0; n < n1; ++n) yr[n] += b[n];
   }
 }
 
@@ -155,22 +105,26 @@ void binary_loop(F f, const T* a, const std::vector<int64_t>& a_shape, const T* 
 
 void linear(ThreadPool& pool, const float* x, const float* w, const float* b, float* y, int64_t M, int64_t N,
             int64_t K) {
-  // 16 rows of w (16 * K floats) stay in L2 while all M rows of x pass over them.
-  constexpr int64_t kRowBlock = 16;
   const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
   pool.parallel_for(blocks, grain_for(kRowBlock * K * M), [&](int64_t first, int64_t last) {
-    for (int64_t block = first; block < last; ++block) {
-      const int64_t n0 = block * kRowBlock;
-      const int64_t n1 = std::min(N, n0 + kRowBlock);
-      for (int64_t m = 0; m < M; ++m) {
-        const float* xr = x + m * K;  // [K]
-        float* yr = y + m * N;        // [N]
-        int64_t n = n0;
-        for (; n + 4 <= n1; n += 4) dot4(xr, w + n * K, w + (n + 1) * K, w + (n + 2) * K, w + (n + 3) * K, K, yr + n);
-        for (; n < n1; ++n) yr[n] = dot1(xr, w + n * K, K);
-        if (b)
-          for (n = n0; n < n1; ++n) yr[n] += b[n];
-      }
+    for (int64_t block = first; block < last; ++block)
+      linear_block(x, w, b, y, M, N, K, block * kRowBlock, std::min(N, (block + 1) * kRowBlock));
+  });
+}
+
+void matmul(ThreadPool& pool, const float* a, const float* b, float* y, int64_t batches, int64_t M, int64_t N,
+            int64_t K) {
+  std::vector<float> bt(static_cast<size_t>(batches * N * K));  // [B, N, K]: b transposed, so linear's dots apply
+  for (int64_t batch = 0; batch < batches; ++batch)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) bt[(batch * N + n) * K + k] = b[(batch * K + k) * N + n];
+  const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
+  pool.parallel_for(batches * blocks, grain_for(kRowBlock * K * M), [&](int64_t first, int64_t last) {
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t batch = item / blocks;
+      const int64_t block = item % blocks;
+      linear_block(a + batch * M * K, bt.data() + batch * N * K, nullptr, y + batch * M * N, M, N, K,
+                   block * kRowBlock, std::min(N, (block + 1) * kRowBlock));
     }
   });
 }
@@ -187,6 +141,28 @@ void rmsnorm(ThreadPool& pool, const float* x, const float* w, float* y, int64_t
       const float variance = static_cast<float>(squares / static_cast<double>(D));
       const float inv = static_cast<float>(1.0 / std::sqrt(static_cast<double>(variance + eps_f)));
       for (int64_t i = 0; i < D; ++i) yr[i] = w[i] * (xr[i] * inv);
+    }
+  });
+}
+
+void layer_norm(ThreadPool& pool, const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t D,
+                double eps) {
+  pool.parallel_for(rows, grain_for(D), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* xr = x + r * D;  // [D]
+      float* yr = y + r * D;        // [D]
+      double sum = 0.0;
+      for (int64_t i = 0; i < D; ++i) sum += xr[i];
+      const double mean = sum / static_cast<double>(D);
+      double squares = 0.0;  // a second pass: no cancellation when |mean| >> the spread
+      for (int64_t i = 0; i < D; ++i) squares += (xr[i] - mean) * (xr[i] - mean);
+      const double inv = 1.0 / std::sqrt(squares / static_cast<double>(D) + eps);
+      for (int64_t i = 0; i < D; ++i) {
+        double value = (xr[i] - mean) * inv;
+        if (w) value *= w[i];
+        if (b) value += b[i];
+        yr[i] = static_cast<float>(value);
+      }
     }
   });
 }
@@ -223,7 +199,7 @@ std::vector<float> rope_inv_freq(const RopeParams& params, int64_t D) {
   return inv;
 }
 
-RopeTable rope_table(const std::vector<float>& inv_freq, int64_t pos, int64_t T) {
+RopeTable rope_table(const std::vector<float>& inv_freq, int64_t pos, int64_t T, float scale) {
   const size_t half = inv_freq.size();
   RopeTable table;
   table.cos.resize(static_cast<size_t>(T) * half);  // [T, D/2]
@@ -232,8 +208,8 @@ RopeTable rope_table(const std::vector<float>& inv_freq, int64_t pos, int64_t T)
     const float position = static_cast<float>(pos + t);
     for (size_t i = 0; i < half; ++i) {
       const float angle = position * inv_freq[i];
-      table.cos[t * half + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      table.sin[t * half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      table.cos[t * half + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * scale;
+      table.sin[t * half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * scale;
     }
   }
   return table;
@@ -257,135 +233,105 @@ void rope(const float* x, float* y, int64_t T, int64_t H, int64_t D, const RopeT
   }
 }
 
+namespace {
+
+// The end of one query row of attention: `weights` holds the row's scores (float dots times scale,
+// plus any bias) of the keys `keys`, ascending; softmax and the weighted sum of v rows (key j at
+// v + j * v_stride) run in double. attention and sdpa both end here, so the same keys give the same
+// bits. No key at all gives NaN (torch's math backend: a softmax over only -inf).
+struct RowScratch {
+  std::vector<int64_t> keys;
+  std::vector<double> weights;
+  std::vector<double> acc;
+};
+void attend_row(const float* v, int64_t v_stride, int64_t Dv, RowScratch& scratch, float* out) {
+  if (scratch.keys.empty()) {
+    std::fill(out, out + Dv, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  double max_score = -std::numeric_limits<double>::infinity();
+  for (double w : scratch.weights) max_score = std::max(max_score, w);
+  double total = 0.0;
+  for (double& w : scratch.weights) total += (w = std::exp(w - max_score));
+  scratch.acc.assign(static_cast<size_t>(Dv), 0.0);
+  for (size_t n = 0; n < scratch.keys.size(); ++n) {
+    const float* vr = v + scratch.keys[n] * v_stride;  // [Dv]
+    const double p = scratch.weights[n];
+    for (int64_t d = 0; d < Dv; ++d) scratch.acc[d] += p * vr[d];
+  }
+  for (int64_t d = 0; d < Dv; ++d) out[d] = static_cast<float>(scratch.acc[d] / total);
+}
+
+}  // namespace
+
 void attention(ThreadPool& pool, const float* q, const float* k, const float* v, float* out,
                const AttentionShape& shape) {
   const int64_t T = shape.T, NH = shape.NH, KV = shape.KV, D = shape.D;
   const int64_t group = NH / KV;
   const float scale = static_cast<float>(shape.scale);
   pool.parallel_for(T * NH, grain_for((shape.pos + T) * D * 2), [&](int64_t first, int64_t last) {
-    std::vector<double> weights;
-    std::vector<double> acc(static_cast<size_t>(D));
+    RowScratch scratch;
     for (int64_t item = first; item < last; ++item) {
       const int64_t t = item / NH;
       const int64_t h = item % NH;
       const int64_t kv_head = h / group;
-      const int64_t keys = shape.pos + t + 1;  // causal: keys 0 .. pos+t
+      const int64_t last_key = shape.pos + t;  // causal: keys .. pos+t
+      const int64_t first_key = shape.window > 0 ? std::max<int64_t>(0, last_key - shape.window + 1) : 0;
       const float* qr = q + (t * NH + h) * D;  // [D]
-      weights.resize(static_cast<size_t>(keys));
-      double max_score = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < keys; ++j) {
-        const float score = dot1(qr, k + (j * KV + kv_head) * D, D) * scale;
-        weights[j] = score;
-        max_score = std::max(max_score, static_cast<double>(score));
+      scratch.keys.clear();
+      scratch.weights.clear();
+      for (int64_t j = first_key; j <= last_key; ++j) {
+        scratch.keys.push_back(j);
+        scratch.weights.push_back(dot1(qr, k + (j * KV + kv_head) * D, D) * scale);
       }
-      double total = 0.0;
-      for (int64_t j = 0; j < keys; ++j) {
-        weights[j] = std::exp(weights[j] - max_score);
-        total += weights[j];
-      }
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t j = 0; j < keys; ++j) {
-        const float* vr = v + (j * KV + kv_head) * D;  // [D]
-        const double p = weights[j];
-        for (int64_t d = 0; d < D; ++d) acc[d] += p * vr[d];
-      }
-      float* o = out + (t * NH + h) * D;  // [D]
-      for (int64_t d = 0; d < D; ++d) o[d] = static_cast<float>(acc[d] / total);
+      attend_row(v + kv_head * D, KV * D, D, scratch, out + (t * NH + h) * D);
     }
   });
 }
 
-void softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
-  std::vector<double> e(static_cast<size_t>(n));
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xr = x + o * n * inner + i;
-      float* yr = y + o * n * inner + i;
-      double max_value = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, static_cast<double>(xr[j * inner]));
-      double total = 0.0;
-      for (int64_t j = 0; j < n; ++j) total += (e[j] = std::exp(xr[j * inner] - max_value));
-      for (int64_t j = 0; j < n; ++j) yr[j * inner] = static_cast<float>(e[j] / total);
-    }
-  }
-}
-
-void reduce(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, Reduction reduction) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xr = x + o * n * inner + i;
-      if (reduction == Reduction::kMax) {
-        float best = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n; ++j) {
-          const float value = xr[j * inner];
-          if (std::isnan(value) || value > best) best = value;  // NaN propagates, as in torch
-          if (std::isnan(best)) break;
+void sdpa(ThreadPool& pool, const float* q, const float* k, const float* v, float* out, const SdpaShape& shape,
+          const SdpaMask& mask) {
+  const int64_t NH = shape.NH, KV = shape.KV, S = shape.S, S2 = shape.S2, D = shape.D, Dv = shape.Dv;
+  int64_t batches = 1;
+  for (int64_t size : shape.batch) batches *= size;
+  const int64_t rows = batches * NH * S;
+  const int64_t group = KV > 0 ? NH / KV : 1;
+  const float scale = static_cast<float>(shape.scale);
+  const size_t rank = shape.batch.size();
+  const bool masked = mask.keep || mask.bias;
+  const int64_t key_step = masked ? mask.steps[rank + 2] : 0;
+  pool.parallel_for(rows, grain_for(S2 * (D + Dv)), [&](int64_t first, int64_t last) {
+    RowScratch scratch;
+    for (int64_t row = first; row < last; ++row) {  // row = (b * NH + h) * S + i
+      const int64_t i = row % S;
+      const int64_t h = row / S % NH;
+      const int64_t b = row / (S * NH);
+      const int64_t kv = b * KV + h / group;
+      int64_t mask_row = 0;  // the mask's offset of scores[b..., h, i, 0]
+      if (masked) {
+        int64_t rest = b;
+        for (size_t d = rank; d-- > 0;) {
+          mask_row += rest % shape.batch[d] * mask.steps[d];
+          rest /= shape.batch[d];
         }
-        y[o * inner + i] = best;
-        continue;
+        mask_row += h * mask.steps[rank] + i * mask.steps[rank + 1];
       }
-      double total = 0.0;
-      for (int64_t j = 0; j < n; ++j) total += xr[j * inner];
-      if (reduction == Reduction::kMean) total /= static_cast<double>(n);
-      y[o * inner + i] = static_cast<float>(total);
-    }
-  }
-}
-
-void argmax(const float* x, int32_t* y, int64_t outer, int64_t n, int64_t inner) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xr = x + o * n * inner + i;
-      int64_t best = 0;
-      for (int64_t j = 1; j < n && !std::isnan(xr[best * inner]); ++j) {
-        const float value = xr[j * inner];
-        if (std::isnan(value) || value > xr[best * inner]) best = j;  // strict: ties keep the lowest index
+      const float* qr = q + row * D;      // [D]
+      const float* kb = k + kv * S2 * D;  // [S2, D]
+      const int64_t keys = shape.causal ? std::min(S2, i + 1) : S2;
+      scratch.keys.clear();
+      scratch.weights.clear();
+      for (int64_t j = 0; j < keys; ++j) {
+        const int64_t at = mask_row + j * key_step;
+        if (mask.keep && mask.keep[at] == 0) continue;  // a dropped key costs no dot product
+        float score = dot1(qr, kb + j * D, D) * scale;
+        if (mask.bias) score += mask.bias[at];
+        scratch.keys.push_back(j);
+        scratch.weights.push_back(score);
       }
-      y[o * inner + i] = static_cast<int32_t>(best);
+      attend_row(v + kv * S2 * Dv, Dv, Dv, scratch, out + row * Dv);
     }
-  }
+  });
 }
-
-template <typename T>
-void permute(const T* x, T* y, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
-  const std::vector<int64_t> strides = row_major_strides(shape);
-  std::vector<int64_t> out_shape(shape.size()), step(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    out_shape[d] = shape[perm[d]];
-    step[d] = strides[perm[d]];
-  }
-  strided_copy(x, y, out_shape, step);
-}
-
-template <typename T>
-void slice(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int64_t start, int64_t length) {
-  for (int64_t o = 0; o < outer; ++o) std::copy_n(x + (o * n + start) * inner, length * inner, y + o * length * inner);
-}
-
-template <typename T>
-void broadcast_to(const T* x, T* y, const std::vector<int64_t>& in_shape, const std::vector<int64_t>& out_shape) {
-  strided_copy(x, y, out_shape, broadcast_steps(in_shape, out_shape));
-}
-
-template <typename T>
-void binary(Binary op, const T* a, const std::vector<int64_t>& a_shape, const T* b, const std::vector<int64_t>& b_shape,
-            T* y, const std::vector<int64_t>& out_shape) {
-  switch (op) {
-    case Binary::kAdd: return binary_loop([](T p, T q) { return p + q; }, a, a_shape, b, b_shape, y, out_shape);
-    case Binary::kSub: return binary_loop([](T p, T q) { return p - q; }, a, a_shape, b, b_shape, y, out_shape);
-    case Binary::kMul: return binary_loop([](T p, T q) { return p * q; }, a, a_shape, b, b_shape, y, out_shape);
-    case Binary::kDiv: return binary_loop([](T p, T q) { return p / q; }, a, a_shape, b, b_shape, y, out_shape);
-  }
-}
-
-#define AC_INSTANTIATE_LAYOUT(T)                                                                                    \
-  template void permute<T>(const T*, T*, const std::vector<int64_t>&, const std::vector<int64_t>&);                 \
-  template void slice<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t);                                \
-  template void broadcast_to<T>(const T*, T*, const std::vector<int64_t>&, const std::vector<int64_t>&);            \
-  template void binary<T>(Binary, const T*, const std::vector<int64_t>&, const T*, const std::vector<int64_t>&, T*, \
-                          const std::vector<int64_t>&);
-AC_INSTANTIATE_LAYOUT(float)
-AC_INSTANTIATE_LAYOUT(int32_t)
-#undef AC_INSTANTIATE_LAYOUT
 
 }  // namespace agentcompile::ir::kernels

@@ -51,7 +51,7 @@ HostTensor host_f32(std::vector<int64_t> shape, std::vector<float> values) {
 }
 
 void add_param(Module& module, Weights& weights, const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
-  module.params.push_back(ParamDecl{name, f32(shape)});
+  module.params.push_back(ParamDecl{name, f32(shape), "", 0});
   int64_t count = 1;
   for (int64_t size : shape) count *= size;
   weights[name] = random_values(seed, static_cast<size_t>(count));
