@@ -67,7 +67,7 @@ struct ParamDecl {
   TensorType type;   // always static
   // An alias names rows [alias_row, alias_row + type.shape[0]) of another parameter's leading axis
   // (a part of a fused QKV or gate/up weight): no tensor of its own, the same bytes at an offset.
-  std::string alias_of;
+  std::string alias_of = {};
   int64_t alias_row = 0;
   bool is_alias() const { return !alias_of.empty(); }
 };

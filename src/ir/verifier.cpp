@@ -72,9 +72,6 @@ std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
     case OpKind::kLeakyRelu: return {{"slope", K::kFloat}};
     case OpKind::kClamp: return {{"lo", K::kFloat}, {"hi", K::kFloat}};
     case OpKind::kSdpa: return {{"scale", K::kFloat}, {"causal", K::kInt}, {"gqa", K::kInt}};
-    case OpKind::kReduceMin:
-    case OpKind::kReduceProd:
-    case OpKind::kArgmin:
     case OpKind::kReshape:
     case OpKind::kView:
     case OpKind::kBroadcast: return {{"shape", K::kDims}};
@@ -85,8 +82,11 @@ std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
     case OpKind::kSoftmax: return {{"axis", K::kInt}};
     case OpKind::kReduceSum:
     case OpKind::kReduceMax:
-    case OpKind::kReduceMean: return {{"axis", K::kInt}, {"keepdim", K::kInt}};
-    case OpKind::kArgmax: return {{"axis", K::kInt}, {"keepdim", K::kInt}};
+    case OpKind::kReduceMin:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceProd:
+    case OpKind::kArgmax:
+    case OpKind::kArgmin: return {{"axis", K::kInt}, {"keepdim", K::kInt}};
     default: return {};
   }
 }

@@ -252,5 +252,26 @@ TEST(IrVerifier, ParsedTextIsVerified) {
       << status.message();
 }
 
+// The primitive ops' attributes are checked by kind like the semantic ops' (a reduction's axis is an
+// integer, never a dim list), and parameter aliases must fit the parameter they name.
+TEST(IrVerifier, PrimitiveAttributesAndAliasesAreChecked) {
+  auto verify_text = [](const std::string& text) {
+    auto parsed = parse_module(text);
+    EXPECT_TRUE(parsed.has_value()) << parsed.status().to_string();
+    return parsed ? verify_module(*parsed) : parsed.status();
+  };
+  for (const char* op : {"reduce_min", "reduce_prod", "argmin"}) {
+    const std::string type = std::string(op) == "argmin" ? "i32[3]" : "f32[3]";
+    const Status status = verify_text("module m {\n  func @f(%x: f32[3, 4]) -> (" + type + ") {\n    %y = " + op +
+                                      "(%x) {axis = [1]} : " + type + "\n    return %y\n  }\n}\n");
+    ASSERT_FALSE(status.is_ok()) << op;
+    EXPECT_NE(status.message().find("attr axis must be an integer"), std::string::npos) << status.message();
+  }
+  const Status alias = verify_text("module m {\n  param @w : f16[8, 4]\n  param @a : f16[4, 4] alias @w row 6\n"
+                                   "  func @f(%x: f32[1]) -> (f32[1]) {\n    return %x\n  }\n}\n");
+  ASSERT_FALSE(alias.is_ok());
+  EXPECT_NE(alias.message().find("from row 6 does not fit in f16[8, 4]"), std::string::npos) << alias.message();
+}
+
 }  // namespace
 }  // namespace agentcompile::ir
