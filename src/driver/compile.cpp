@@ -30,6 +30,7 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "support/sha256.h"
+#include "support/utf8.h"
 #include "tune/admission.h"
 
 namespace agentcompile {
@@ -286,7 +287,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                      }())
                      .hex();
   const auto& c = source.config;
-  artifact.model = {{"model_type", c.model_type}, {"source", options.model.string()}, {"dtype", std::string(ir::dtype_name(c.dtype))},
+  artifact.model = {{"model_type", c.model_type}, {"source", support::utf8::repaired(options.model.string())}, {"dtype", std::string(ir::dtype_name(c.dtype))},
                     {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size}, {"num_layers", c.num_layers},
                     {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
                     {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_position_embeddings},

@@ -1,4 +1,5 @@
-// UTF-8 decoding and repair, with the replacement rule Python's bytes.decode('utf-8', errors='replace')
+// UTF-8 decoding and repair (the tokenizer's, and the check on outside text before it enters JSON:
+// advisor replies, paths), with the replacement rule Python's bytes.decode('utf-8', errors='replace')
 // and Rust's String::from_utf8_lossy share ("maximal subpart"): each maximal prefix of a well-formed
 // sequence that cannot be completed becomes one U+FFFD, and a byte that starts no well-formed sequence
 // becomes one U+FFFD by itself. So E0 80 gives two replacements, F0 9F 98 at the end gives one.
@@ -9,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace agentcompile::tokenizer::utf8 {
+namespace agentcompile::support::utf8 {
 
 inline constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -53,4 +54,4 @@ inline uint32_t next_code_point(std::string_view text, size_t& pos) {
 // Whether a code point has the Unicode White_Space property (what Rust's char::is_whitespace tests).
 bool is_white_space(uint32_t code_point);
 
-}  // namespace agentcompile::tokenizer::utf8
+}  // namespace agentcompile::support::utf8
