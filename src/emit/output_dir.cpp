@@ -79,7 +79,8 @@ Status check_output_location(const fs::path& output, const fs::path& model, cons
                                                   "; choose a new or empty directory for -o");
   };
   if (out == out.root_path()) return refuse("it is the root of the file system");
-  if (const char* home = std::getenv("HOME"); home && *home && support::path_within(home, out))
+  // A HOME of "/" (some containers) would hold everything: the root check above covers it.
+  if (const char* home = std::getenv("HOME"); home && *home && support::resolved_path(home) != out.root_path() && support::path_within(home, out))
     return refuse(support::resolved_path(home) == out ? "it is your home directory" : "it holds your home directory (" + std::string(home) + ")");
   if (!model.empty() && support::path_within(model, out))
     return refuse(support::resolved_path(model) == out ? "it is the model" : "it holds the model " + model.string());

@@ -1,6 +1,6 @@
 // Bad input ends in a clear error or a correct result, never a crash, through the CLI: invalid UTF-8
-// from the advisor or in a model path, configuration sizes without bounds (layers, vocabulary,
-// context), a negative norm epsilon, and token ids outside the vocabulary.
+// from the advisor or in a model path, advice files of the wrong shape, configuration sizes without
+// bounds (layers, vocabulary, context), a negative norm epsilon, and token ids outside the vocabulary.
 //
 // Commands run under a memory limit, so a tool that tries to allocate what a broken configuration
 // asks for fails fast instead of exhausting the machine.
@@ -68,6 +68,33 @@ TEST(BadInput, InvalidUtf8FromTheAdvisorIsRepairedNotAnAbort) {
   ASSERT_TRUE(advice.is_object());
   ASSERT_FALSE(advice["exchanges"].empty());
   for (const auto& [hash, exchange] : advice["exchanges"].items()) EXPECT_EQ(exchange["reply"], "\xEF\xBF\xBD\xEF\xBF\xBD") << hash;
+}
+
+// Advice cache entries and a replayed advice.json of the wrong shape: a cache miss, or a clear
+// refusal of the file, never an abort.
+TEST(BadInput, WrongShapedAdviceFilesNeverAbort) {
+  const fs::path work = work_dir("advice-shapes");
+  const std::string compile = compile_args(kTinyQwen2, work / "artifact", work / "cache") + " --force --advisor-scope all";
+  CommandRun run = testing::run_cli(compile + " --advisor \"command:printf '{}'\"");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  size_t entries = 0;
+  for (const auto& item : fs::recursive_directory_iterator(work / "cache" / "advice"))
+    if (item.path().extension() == ".json") {
+      std::ofstream(item.path()) << "[1, 2]";
+      ++entries;
+    }
+  ASSERT_GT(entries, 0u);
+  run = testing::run_cli(compile + " --advisor \"command:printf '{}'\"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+
+  json advice = read_json(work / "artifact" / "advice.json");
+  ASSERT_TRUE(advice.is_object());
+  for (auto& [hash, exchange] : advice["exchanges"].items()) exchange["ok"] = "yes";
+  std::ofstream(work / "advice.json") << advice.dump();
+  run = testing::run_cli(compile_args(kTinyQwen2, work / "replayed", work / "cache") + " --advisor-scope all --advisor replay:" +
+                         (work / "advice.json").string());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("is not a recorded exchange"), std::string::npos) << run.output;
 }
 
 TEST(BadInput, ANonUtf8ModelPathCompiles) {
