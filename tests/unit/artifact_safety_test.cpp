@@ -260,6 +260,18 @@ TEST(ArtifactSafety, TruncatedNvrtcCubinIsCompiledAgain) {
   EXPECT_TRUE(same_files(snapshot(work / "second" / "cubin"), snapshot(work / "first" / "cubin"))) << "truncated cached cubins were used";
 }
 
+// --dump-ir listings are files of the artifact: written with it (not into the output beforehand,
+// where the emit removed them), and an artifact without them is not reused for a compile that asks.
+TEST(ArtifactSafety, DumpIrListingsAreInTheArtifact) {
+  const fs::path work = work_dir("dump-ir");
+  CommandRun run = compile(kModel, work / "plain", work / "cache");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  run = compile(kModel, work / "dumped", work / "cache", "--dump-ir");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const char* listing : {"ir/prefill.regions.txt", "ir/decode.regions.txt"})
+    EXPECT_GT(fs::exists(work / "dumped" / listing) ? fs::file_size(work / "dumped" / listing) : 0, 0u) << listing;
+}
+
 // Not a JSON object, or an object whose members have the wrong types, or cut short.
 const std::vector<std::string> kWrongShapes = {
     "[1, 2, 3]", "42", "\"metadata\"", "null", "{\"format\": 5}", "{\"format\": \"agentcompile-artifact/2\", \"key\": [1]}",
