@@ -58,7 +58,7 @@ def main() -> None:
     for name, (dtype, seed) in MODELS.items():
         out = ROOT / "tests" / "fixtures" / "models" / name
         subprocess.run([args.cli, "init-random", "--config", str(ROOT / "tests" / "fixtures" / "configs" / f"{name}.json"),
-                        "--dtype", dtype, "--seed", str(seed), "--out", str(out)], check=True)
+                        "--dtype", dtype, "--seed", str(seed), "--out", str(out), "--force"], check=True)  # beside reference.*
         reference(out)
 
 

@@ -19,6 +19,7 @@ struct InitRandomOptions {
   uint64_t seed = 0;
   std::string out;
   uint64_t max_shard_mb = 2048;
+  bool force = false;
 };
 
 void run_init_random(const InitRandomOptions& options) {
@@ -30,7 +31,7 @@ void run_init_random(const InitRandomOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   frontend::RandomCheckpointSummary summary;
   const Status status = frontend::write_random_checkpoint(*config, *dtype, options.seed, options.out,
-                                                          options.max_shard_mb << 20, &summary);
+                                                          options.max_shard_mb << 20, &summary, options.force);
   if (!status) fail(status.to_string());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -50,7 +51,9 @@ void add_init_random_command(CLI::App& app) {
   cmd->add_option("--dtype", options->dtype, "Weight dtype")->check(CLI::IsMember({"f16", "bf16", "f32"}))
       ->capture_default_str();
   cmd->add_option("--seed", options->seed, "Seed; the same seed writes the same bytes")->capture_default_str();
-  cmd->add_option("--out", options->out, "Output checkpoint directory (created if missing)")->required();
+  cmd->add_option("--out", options->out, "Output checkpoint directory (created if missing; one init-random wrote is replaced)")->required();
+  cmd->add_flag("--force", options->force,
+                "Write into a non-empty directory init-random did not write, replacing only the new checkpoint's files");
   cmd->add_option("--max-shard-mb", options->max_shard_mb, "Largest shard in MiB before splitting into shards")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
       ->capture_default_str();

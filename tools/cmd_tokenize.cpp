@@ -58,7 +58,7 @@ void run_tokenize(const TokenizeOptions& options) {
   if (!tok) fail(tok.status().to_string());
 
   if (!options.ids.empty()) {
-    const std::string text = tok->decode(parse_token_list(options.ids, "--ids"));
+    const std::string text = tok->decode(parse_token_list(options.ids, "--ids", tok->vocab_size()));
     if (options.raw) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else {

@@ -9,7 +9,7 @@
 
 namespace agentcompile::tools {
 
-std::vector<int32_t> parse_token_list(const std::string& text, const std::string& flag) {
+std::vector<int32_t> parse_token_list(const std::string& text, const std::string& flag, size_t vocab_size) {
   std::vector<int32_t> tokens;
   std::stringstream stream(text);
   std::string item;
@@ -24,6 +24,8 @@ std::vector<int32_t> parse_token_list(const std::string& text, const std::string
     } catch (const std::exception&) {
       fail(flag + ": '" + item + "' is not a token id (expected comma-separated non-negative integers)");
     }
+    if (vocab_size > 0 && static_cast<size_t>(tokens.back()) >= vocab_size)
+      fail(flag + ": " + item + " is not a token id of this vocabulary (ids 0.." + std::to_string(vocab_size - 1) + ")");
   }
   if (tokens.empty()) fail(flag + ": no token ids given");
   return tokens;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "advisor/validate.h"
+#include "support/utf8.h"
 
 namespace agentcompile::advisor {
 
@@ -30,6 +31,10 @@ Expected<std::unique_ptr<Advisor>> Advisor::create(const AdvisorOptions& options
                                                    const json& device, LogFn log) {
   if (options.scope != "auto" && options.scope != "all")
     return error(ErrorCode::kInvalidArgument, "--advisor-scope must be auto or all, not '" + options.scope + "'");
+  // The settings are recorded (artifact key, metadata.json, the cache): they must be text.
+  for (const auto& [flag, value] : {std::pair{"--advisor", &options.backend}, {"--advisor-url", &options.url}, {"--advisor-model", &options.model}})
+    if (!support::utf8::is_valid(*value))
+      return error(ErrorCode::kInvalidArgument, std::string(flag) + " is not valid UTF-8: '" + support::utf8::repaired(*value) + "'");
   std::unique_ptr<Advisor> advisor(new Advisor());
   advisor->options_ = options;
   advisor->device_ = device;
@@ -55,6 +60,8 @@ Exchange Advisor::exchange(const Request& request) {
   e.candidate = request.candidate;
   e.request_hash = request.hash;
   e.backend = backend_->identity();
+  // A reply (or an error quoting one) is outside text: invalid UTF-8 in it is replaced here, where it
+  // enters the compiler, so the validator, the cache, advice.json and metadata.json all see one text.
   if (auto cached = cache_.load(request)) {
     e.ok = true;
     e.reply = key_.redact(*cached);
@@ -62,8 +69,8 @@ Exchange Advisor::exchange(const Request& request) {
   } else {
     Reply reply = backend_->ask(request, *deadline_);
     e.ok = reply.ok;
-    e.reply = key_.redact(reply.text);
-    e.error = key_.redact(reply.error);
+    e.reply = key_.redact(support::utf8::repaired(reply.text));
+    e.error = key_.redact(support::utf8::repaired(reply.error));
     e.attempts = reply.attempts;
     e.source = backend_->kind() == "replay" ? "replay" : "backend";
     cache_.store(request, e);

@@ -52,7 +52,17 @@ Expected<std::unique_ptr<Backend>> make_replay_backend(const std::string& path) 
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("exchanges") || !doc["exchanges"].is_object())
     return error(ErrorCode::kParse, file.string() + ": not an agentcompile advice file (expected an object with \"exchanges\")");
   std::map<std::string, json> exchanges;
-  for (const auto& [hash, exchange] : doc["exchanges"].items()) exchanges[hash] = exchange;
+  for (const auto& [hash, exchange] : doc["exchanges"].items()) {
+    // The members a replay reads, with their types, so a damaged file is refused here, named.
+    const bool shaped = exchange.is_object() && exchange.contains("ok") && exchange["ok"].is_boolean() &&
+                        (!exchange.contains("reply") || exchange["reply"].is_string()) &&
+                        (!exchange.contains("error") || exchange["error"].is_string()) &&
+                        (!exchange.contains("attempts") || exchange["attempts"].is_number_integer());
+    if (!shaped)
+      return error(ErrorCode::kParse, file.string() + ": exchange " + hash +
+                                          " is not a recorded exchange (an object with ok: bool, reply and error: strings, attempts: integer)");
+    exchanges[hash] = exchange;
+  }
   return std::unique_ptr<Backend>(std::make_unique<ReplayBackend>(file.string(), std::move(exchanges)));
 }
 

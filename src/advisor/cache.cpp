@@ -22,9 +22,12 @@ std::optional<std::string> AdviceCache::load(const Request& request) const {
   std::ifstream in(path_of(request));
   if (!in) return std::nullopt;
   const json entry = json::parse(in, nullptr, false);
-  if (entry.is_discarded() || entry.value("request_hash", "") != request.hash || !entry.contains("reply") || !entry["reply"].is_string())
+  // An entry of any other shape (damaged, or not ours) is a miss: asked again and overwritten.
+  const auto hash = entry.is_object() ? entry.find("request_hash") : entry.end();
+  const auto reply = entry.is_object() ? entry.find("reply") : entry.end();
+  if (!entry.is_object() || hash == entry.end() || !hash->is_string() || *hash != request.hash || reply == entry.end() || !reply->is_string())
     return std::nullopt;
-  return entry["reply"].get<std::string>();
+  return reply->get<std::string>();
 }
 
 void AdviceCache::store(const Request& request, const Exchange& exchange) const {

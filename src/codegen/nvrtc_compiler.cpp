@@ -1,7 +1,10 @@
 // NVRTC compilation with a content-addressed cubin cache.
 //
-// The cache stores <key>.cubin next to <key>.log; a write goes to a temporary file first and is
-// renamed into place, so concurrent compiles of the same key never see half a file.
+// A cache entry is <key>.cubin, <key>.log and <key>.sum (the cubin's size and SHA-256), each written
+// to a temporary file, fsync'd and renamed into place, the .sum last, so concurrent compiles of the
+// same key never see half a file. A hit is used only when the cubin matches its .sum; an entry
+// without one, or whose cubin differs (truncated by a full disk, edited, written by an older
+// version), is discarded and compiled again, and the result's log says so.
 #include "codegen/nvrtc_compiler.h"
 
 #include <nvrtc.h>
@@ -12,10 +15,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "codegen/embedded_kernels.h"
+#include "support/durable_files.h"
 #include "support/sha256.h"
 
 #ifndef AC_CUDA_INCLUDE_DIR
@@ -51,14 +56,31 @@ std::string read_file(const fs::path& path) {
   return buffer.str();
 }
 
-void write_atomically(const fs::path& path, const std::string& bytes) {
-  const fs::path temp = path.string() + ".tmp" + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(temp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  std::error_code ignored;
-  fs::rename(temp, path, ignored);
+std::string checksum_line(const std::string& bytes) { return std::to_string(bytes.size()) + " " + support::sha256_hex(bytes) + "\n"; }
+
+// The cached cubin of `key` when its entry is intact. A damaged entry is removed and `note` says why.
+std::optional<std::string> read_cached_cubin(const fs::path& dir, const std::string& key, std::string* note) {
+  const fs::path cubin = dir / (key + ".cubin"), sum = dir / (key + ".sum");
+  std::error_code ec;
+  if (!fs::exists(cubin, ec) && !fs::exists(sum, ec)) return std::nullopt;
+  auto bytes = support::read_file_bytes(cubin);
+  auto recorded = support::read_file_bytes(sum);
+  std::string why;
+  if (!bytes) why = "the cubin is missing";
+  else if (!recorded) why = "it has no checksum";
+  else if (*recorded != checksum_line(*bytes)) why = "the cubin (" + std::to_string(bytes->size()) + " bytes) does not match its checksum";
+  if (why.empty()) return std::move(*bytes);
+  *note = "discarded the damaged NVRTC cache entry " + cubin.string() + " (" + why + ") and compiled again\n";
+  fs::remove(sum, ec);
+  fs::remove(cubin, ec);
+  return std::nullopt;
+}
+
+// Best effort: a cache entry that cannot be written is compiled again next time.
+void store_cached_cubin(const fs::path& dir, const std::string& key, const std::string& cubin, const std::string& log) {
+  if (!support::replace_file_atomically(dir / (key + ".log"), log)) return;
+  if (!support::replace_file_atomically(dir / (key + ".cubin"), cubin)) return;
+  (void)support::replace_file_atomically(dir / (key + ".sum"), checksum_line(cubin));
 }
 
 std::vector<std::string> compile_flags(const NvrtcOptions& options, const fs::path& include_dir) {
@@ -79,15 +101,16 @@ CompileResult compile_one(const CompileJob& job, const NvrtcOptions& options, co
     if (flag.rfind("-I", 0) != 0) key.update(flag).update("\0", 1);  // include paths do not change the output
   result.key = key.hex();
 
-  const fs::path cached = options.cache_dir.empty() ? fs::path() : options.cache_dir / (result.key + ".cubin");
-  if (!cached.empty() && fs::exists(cached)) {
-    const std::string bytes = read_file(cached);
-    result.cubin.assign(bytes.begin(), bytes.end());
-    result.log = read_file(options.cache_dir / (result.key + ".log"));
-    result.ok = !result.cubin.empty();
-    result.cache_hit = true;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;
+  std::string cache_note;
+  if (!options.cache_dir.empty()) {
+    if (auto bytes = read_cached_cubin(options.cache_dir, result.key, &cache_note); bytes && !bytes->empty()) {
+      result.cubin.assign(bytes->begin(), bytes->end());
+      result.log = read_file(options.cache_dir / (result.key + ".log"));
+      result.ok = true;
+      result.cache_hit = true;
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return result;
+    }
   }
 
   const auto& headers = embedded_kernel_headers();
@@ -111,7 +134,7 @@ CompileResult compile_one(const CompileJob& job, const NvrtcOptions& options, co
   std::string log(log_size, '\0');
   if (log_size) nvrtcGetProgramLog(program, log.data());
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  result.log = log;
+  result.log = cache_note + log;
   if (status == NVRTC_SUCCESS) {
     size_t cubin_size = 0;
     nvrtcGetCUBINSize(program, &cubin_size);
@@ -121,10 +144,8 @@ CompileResult compile_one(const CompileJob& job, const NvrtcOptions& options, co
     if (!result.ok) result.log += "\nNVRTC produced no cubin (is the arch a real sm_XX target?)";
   }
   nvrtcDestroyProgram(&program);
-  if (result.ok && !cached.empty()) {
-    write_atomically(options.cache_dir / (result.key + ".log"), result.log);
-    write_atomically(cached, std::string(result.cubin.begin(), result.cubin.end()));
-  }
+  if (result.ok && !options.cache_dir.empty())
+    store_cached_cubin(options.cache_dir, result.key, std::string(result.cubin.begin(), result.cubin.end()), log);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

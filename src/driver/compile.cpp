@@ -7,10 +7,10 @@
 // has compiled every candidate and says so: candidates are recorded as unvalidated and unmeasured,
 // and the heuristic order stands in for selection. The artifact is keyed by the IR, the target, the
 // NVRTC version and the options (advisor settings included, keys never); an up-to-date artifact in
-// the output directory or the cache is reused (a warm compile).
+// the output directory or the cache is reused (a warm compile) once every file of it is checked.
+// The output directory is checked before any work (emit/output_dir.h) and written once, atomically.
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "advisor/advisor.h"
@@ -24,11 +24,14 @@
 #include "driver/model_module.h"
 #include "driver/search.h"
 #include "emit/artifact.h"
+#include "emit/artifact_cache.h"
+#include "emit/output_dir.h"
 #include "frontend/model_builder.h"
 #include "frontend/model_source.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "support/sha256.h"
+#include "support/utf8.h"
 #include "tune/admission.h"
 
 namespace agentcompile {
@@ -169,28 +172,24 @@ std::string summary_table(const emit::Artifact& a) {
   return out.str();
 }
 
-Expected<CompileSummary> summarize_existing(const fs::path& dir, bool warm) {
-  std::ifstream in(dir / "metadata.json");
-  json meta = json::parse(in, nullptr, false);
-  if (meta.is_discarded()) return error(ErrorCode::kParse, (dir / "metadata.json").string() + ": invalid JSON");
+// The summary of an artifact from its record (the one reader's view, warm or just written).
+CompileSummary summary_of(const emit::ArtifactRecord& record, const fs::path& dir, bool warm) {
   CompileSummary summary;
   summary.artifact = dir;
-  summary.key = meta.value("key", "");
+  summary.key = record.key;
   summary.warm = warm;
-  summary.gpu_used = meta.value("gpu_used", false);
-  for (const auto& region : meta["regions"]) {
-    ++summary.unique_regions;
-    summary.candidates += region["candidates"].size();
-    for (const auto& c : region["candidates"]) {
-      summary.compiled += c.contains("compile") && c["compile"].value("ok", false);
-      summary.validated += c["validation"].value("status", "") == "validated";
+  summary.gpu_used = record.gpu_used;
+  summary.unique_regions = record.regions.size();
+  for (const auto& region : record.regions) {
+    summary.candidates += region.candidates.size();
+    for (const auto& c : region.candidates) {
+      summary.compiled += c.compiled;
+      summary.validated += c.validation == "validated";
     }
-    for (const auto& s : region["selection"]) summary.selected += !s["candidate"].is_null();
+    for (const auto& s : region.selections) summary.selected += s.candidate.has_value();
   }
-  if (meta.contains("advisor") && meta["advisor"].is_object()) summary.advice = meta["advisor"].value("line", "");
-  std::ifstream ablation_in(dir / "ablation.json");
-  const json ablation = json::parse(ablation_in, nullptr, false);
-  if (!ablation.is_discarded() && ablation.is_object()) summary.ablation = ablation.value("table", "");
+  summary.advice = record.advisor_line;
+  summary.ablation = record.ablation_table;
   return summary;
 }
 
@@ -203,6 +202,7 @@ json result_options(const CompileOptions& o, bool gpu) {
   }
   return {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
           {"advisor", advisor}, {"search_budget", o.search.budget}, {"unfused", o.unfused}, {"library_matmuls", o.library_matmuls}, {"context_tuning", o.context_tuning},
+          {"dump_ir", o.dump_ir},  // the listings are files of the artifact
           {"ablate_advisor", o.search.ablate_advisor ? json{{"budgets", o.search.ablate_budgets}, {"seed", o.search.ablate_seed}} : json(false)}};
 }
 
@@ -233,6 +233,9 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   };
   if (options.output.empty()) return error(ErrorCode::kInvalidArgument, "no output directory given (-o)");
   const fs::path cache_dir = cache_root(options.cache_dir);
+  // Before any work: an output that is not ours to replace is refused now, not after the compile.
+  AC_TRY(emit::check_output_location(options.output, options.model, cache_dir));
+  AC_TRY(emit::check_output_replaceable(options.output));
 
   // Capture.
   AC_ASSIGN_OR_RETURN(frontend::ModelSource source, frontend::open_model(options.model, /*with_weights=*/false));
@@ -295,33 +298,20 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                      }())
                      .hex();
   const auto& c = source.config;
-  artifact.model = {{"model_type", c.model_type}, {"source", options.model.string()}, {"dtype", std::string(ir::dtype_name(c.dtype))},
+  artifact.model = {{"model_type", c.model_type}, {"source", support::utf8::repaired(options.model.string())}, {"dtype", std::string(ir::dtype_name(c.dtype))},
                     {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size}, {"num_layers", c.num_layers},
                     {"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
                     {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_position_embeddings},
                     {"config_sha256", support::sha256_hex(c.raw.dump())}};
 
-  // Warm compile: the output (or the cache) already holds this exact artifact.
-  const fs::path cached = cache_dir / "artifacts" / artifact.key;
+  // Warm compile: the output (or the cache) already holds this exact artifact, every file checked.
   if (!options.force) {
-    auto key_of = [](const fs::path& dir) -> std::string {
-      std::ifstream in(dir / "metadata.json");
-      json meta = json::parse(in, nullptr, false);
-      return meta.is_discarded() ? "" : meta.value("key", "");
-    };
-    if (key_of(options.output) == artifact.key) {
-      progress("warm: " + options.output.string() + " is up to date (key " + artifact.key.substr(0, 16) + ")");
-      AC_ASSIGN_OR_RETURN(CompileSummary summary, summarize_existing(options.output, true));
-      summary.seconds = seconds_since(start);
-      return summary;
-    }
-    if (key_of(cached) == artifact.key) {
-      std::error_code ec;
-      fs::create_directories(options.output, ec);
-      fs::copy(cached, options.output, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
-      if (ec) return error(ErrorCode::kIo, "copying the cached artifact to " + options.output.string() + ": " + ec.message());
-      progress("warm: reused the cached artifact " + cached.string());
-      AC_ASSIGN_OR_RETURN(CompileSummary summary, summarize_existing(options.output, true));
+    AC_ASSIGN_OR_RETURN(emit::Reuse reuse, emit::reuse_artifact(options.output, cache_dir, artifact.key));
+    for (const auto& note : reuse.notes) progress(note);
+    if (reuse.record) {
+      progress(reuse.from == options.output ? "warm: " + options.output.string() + " is up to date (key " + artifact.key.substr(0, 16) + ")"
+                                            : "warm: reused the cached artifact " + reuse.from.string());
+      CompileSummary summary = summary_of(*reuse.record, options.output, true);
       summary.seconds = seconds_since(start);
       return summary;
     }
@@ -353,11 +343,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     }
     total_nodes += function.nodes.size();
     total_regions += f.partition.regions.size();
-    if (options.dump_ir) {
-      std::error_code ec;
-      fs::create_directories(options.output / "ir", ec);
-      std::ofstream(options.output / "ir" / (function.name + ".regions.txt")) << analysis::describe_regions(function, f.partition, unique);
-    }
+    if (options.dump_ir) artifact.ir_dumps[function.name + ".regions.txt"] = analysis::describe_regions(function, f.partition, unique);
     artifact.functions.push_back(std::move(f));
   }
   artifact.times.analyze_s = seconds_since(stage);
@@ -492,19 +478,12 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   // Emit.
   stage = std::chrono::steady_clock::now();
   artifact.times.total_s = seconds_since(start);
-  AC_TRY(emit::write_artifact(artifact, options.output));
-  artifact.times.emit_s = seconds_since(stage);
-  artifact.times.total_s = seconds_since(start);
-  AC_TRY(emit::write_artifact(artifact, options.output));  // again, with the emit time recorded
-  {
-    std::error_code ec;
-    fs::remove_all(cached, ec);
-    fs::create_directories(cached.parent_path(), ec);
-    fs::copy(options.output, cached, fs::copy_options::recursive, ec);  // best effort: a cache, not a result
-  }
-  progress("[5/5] emit: " + options.output.string() + " (" + fixed(artifact.times.emit_s, 2) + " s)");
+  AC_ASSIGN_OR_RETURN(emit::WrittenArtifact written, emit::write_artifact(artifact, options.output));
+  if (const Status stored = emit::store_in_cache(options.output, cache_dir, artifact.key); !stored)
+    progress("note: the artifact was not stored in the cache (" + stored.message() + ")");  // a cache, not a result
+  progress("[5/5] emit: " + options.output.string() + " (" + fixed(seconds_since(stage), 2) + " s)");
 
-  AC_ASSIGN_OR_RETURN(CompileSummary summary, summarize_existing(options.output, false));
+  CompileSummary summary = summary_of(written.record, options.output, false);
   summary.ir_nodes = total_nodes;
   summary.regions = total_regions;
   summary.seconds = seconds_since(start);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "agentcompile/status.h"
 #include "analysis/regions.h"
 #include "codegen/nvrtc_compiler.h"
+#include "emit/artifact_record.h"
 #include "plan/planner.h"
 #include "tune/admission.h"
 
@@ -99,12 +101,26 @@ struct Artifact {
   nlohmann::json ablation;         // ablation.json; null unless --ablate-advisor
   std::string ablation_table;      // the ablation as text (report.md and the CLI)
   nlohmann::json context_tuning;   // per decode bucket: the layer timed as a chain (driver/context_tuning.h); null: not run
+  std::map<std::string, std::string> ir_dumps;  // --dump-ir: listings by file name, written into ir/ beside module.ir
 };
 
-// Writes the artifact directory (replacing a previous one's files); errors name the path.
-Status write_artifact(const Artifact& artifact, const std::filesystem::path& dir);
+// Every file of the artifact but metadata.json, by path relative to the artifact directory.
+using ArtifactFiles = std::map<std::string, std::string>;
+Expected<ArtifactFiles> render_artifact_files(const Artifact& artifact);
 
-// The metadata.json document (also what the runtime reads back).
+struct WrittenArtifact {
+  ArtifactRecord record;           // metadata.json as written, read back through the one reader
+  double emit_seconds = 0;         // rendering the files (recorded in metadata.json)
+};
+
+// Writes the artifact into `dir` once: every file into a temporary directory beside it, fsync'd,
+// then renamed into place, so `dir` holds the previous artifact or the new one, never a mix. `dir`
+// must be missing, empty, or an agentcompile artifact with nothing else in it (emit/output_dir.h);
+// anything else is refused and left untouched. Writers of one `dir` take turns (a lock beside it).
+// `artifact.times.total_s` is the time up to emit; the emit time is added to it.
+Expected<WrittenArtifact> write_artifact(const Artifact& artifact, const std::filesystem::path& dir);
+
+// The metadata.json document without its file list (write_artifact adds it).
 nlohmann::json artifact_metadata(const Artifact& artifact);
 
 // report.md: the paper's table and one section per region.

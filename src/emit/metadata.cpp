@@ -132,7 +132,7 @@ json search_json(const CompiledRegion& region) {
 
 json artifact_metadata(const Artifact& a) {
   json meta;
-  meta["format"] = "agentcompile-artifact/1";
+  meta["format"] = kArtifactFormat;
   meta["key"] = a.key;
   meta["model"] = a.model;
   meta["device"] = a.device;

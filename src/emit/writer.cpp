@@ -1,11 +1,11 @@
-// Writing the artifact directory.
+// Rendering the artifact's files (everything but metadata.json) in memory; emit/artifact_store.cpp
+// writes them out.
 //
 // kernels/<kernel>.cu holds a selected candidate's source plus an extern "C" host launcher (compiled
 // only by nvcc, not NVRTC) that computes the grid from T exactly as the runtime does; include/ holds
 // the templates those sources include and agentcompile_kernels.h with every launcher's signature;
 // advice.json and ablation.json sit beside metadata.json when the compile had an advisor or an ablation.
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -15,16 +15,7 @@
 
 namespace agentcompile::emit {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-Status write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!out) return error(ErrorCode::kIo, path.string() + ": cannot write");
-  return Status::ok();
-}
 
 std::string extent_expr(const plan::Extent& e) {
   return "static_cast<unsigned>((" + std::to_string(e.per_token) + "ll * a->T + " + std::to_string(e.fixed) + "ll + " +
@@ -59,14 +50,9 @@ std::string gencode_flag(const std::string& arch) {
 
 }  // namespace
 
-Status write_artifact(const Artifact& artifact, const fs::path& dir) {
-  std::error_code ec;
-  for (const char* sub : {"kernels", "include", "cubin", "ir"}) {
-    fs::remove_all(dir / sub, ec);
-    fs::create_directories(dir / sub, ec);
-    if (ec) return error(ErrorCode::kIo, (dir / sub).string() + ": cannot create: " + ec.message());
-  }
-  for (const auto& header : codegen::embedded_kernel_headers()) AC_TRY(write_text(dir / "include" / header.name, header.text));
+Expected<ArtifactFiles> render_artifact_files(const Artifact& artifact) {
+  ArtifactFiles files;
+  for (const auto& header : codegen::embedded_kernel_headers()) files["include/" + header.name] = header.text;
 
   std::ostringstream declarations;
   declarations << "// Launch signatures of the kernels agentcompile selected for this model. Generated; do not edit.\n"
@@ -89,13 +75,13 @@ Status write_artifact(const Artifact& artifact, const fs::path& dir) {
         continue;
       }
       const bool calls_library = std::any_of(c.launches.begin(), c.launches.end(), [](const plan::Launch& l) { return l.library; });
-      AC_TRY(write_text(dir / "kernels" / (c.name() + ".cu"),
-                        source + (calls_library ? "\n// This candidate also makes a library (cuBLAS) call, recorded in metadata.json; the\n"
-                                                  "// agentcompile runtime issues it, so no standalone host launcher is emitted.\n"
-                                                : host_launcher(c))));
+      files["kernels/" + c.name() + ".cu"] =
+          source + (calls_library ? "\n// This candidate also makes a library (cuBLAS) call, recorded in metadata.json; the\n"
+                                    "// agentcompile runtime issues it, so no standalone host launcher is emitted.\n"
+                                  : host_launcher(c));
       if (index < region.compiled.size() && region.compiled[index].ok) {
         const auto& cubin = region.compiled[index].cubin;
-        AC_TRY(write_text(dir / "cubin" / (c.name() + ".cubin"), std::string(cubin.begin(), cubin.end())));
+        files["cubin/" + c.name() + ".cubin"] = std::string(cubin.begin(), cubin.end());
       }
       if (calls_library) continue;
       declarations << "// " << region.id << " (" << analysis::category_name(region.plan.summary.category) << "), bucket "
@@ -103,7 +89,7 @@ Status write_artifact(const Artifact& artifact, const fs::path& dir) {
     }
   }
   declarations << "}\n";
-  AC_TRY(write_text(dir / "include" / "agentcompile_kernels.h", declarations.str()));
+  files["include/agentcompile_kernels.h"] = declarations.str();
 
   const std::string arch = artifact.device.value("arch", std::string("sm_90a"));
   std::ostringstream cmake;
@@ -116,17 +102,14 @@ Status write_artifact(const Artifact& artifact, const fs::path& dir) {
         << "set_target_properties(agentcompile_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)\n"
         << "target_compile_options(agentcompile_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:" << gencode_flag(arch)
         << " --use_fast_math>)\n";
-  AC_TRY(write_text(dir / "CMakeLists.txt", cmake.str()));
-  AC_TRY(write_text(dir / "ir" / "module.ir", artifact.module_ir));
-  AC_TRY(write_text(dir / "report.md", artifact_report(artifact)));
+  files["CMakeLists.txt"] = cmake.str();
+  files["ir/module.ir"] = artifact.module_ir;
+  for (const auto& [name, text] : artifact.ir_dumps) files["ir/" + name] = text;
+  files["report.md"] = artifact_report(artifact);
   // advice.json: every advisor exchange by request hash (--advisor replay:FILE reads it); no keys.
-  fs::remove(dir / "advice.json", ec);
-  if (!artifact.advice_record.is_null()) AC_TRY(write_text(dir / "advice.json", artifact.advice_record.dump(1) + "\n"));
-  fs::remove(dir / "ablation.json", ec);
-  if (!artifact.ablation.is_null()) AC_TRY(write_text(dir / "ablation.json", artifact.ablation.dump(1) + "\n"));
-  // metadata.json last: its presence marks a complete artifact.
-  AC_TRY(write_text(dir / "metadata.json", artifact_metadata(artifact).dump(1) + "\n"));
-  return Status::ok();
+  if (!artifact.advice_record.is_null()) files["advice.json"] = artifact.advice_record.dump(1) + "\n";
+  if (!artifact.ablation.is_null()) files["ablation.json"] = artifact.ablation.dump(1) + "\n";
+  return files;
 }
 
 }  // namespace agentcompile::emit

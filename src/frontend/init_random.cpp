@@ -12,11 +12,11 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <regex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/checkpoint_output.h"
 #include "frontend/model_builder.h"
 #include "frontend/safetensors.h"
 
@@ -136,21 +136,6 @@ Status write_json(const std::filesystem::path& path, const nlohmann::json& value
   return Status::ok();
 }
 
-// A previous run may have left a different layout (a single file where shards go now, or more shards);
-// loaders pick model.safetensors first, so stale files would silently shadow the new checkpoint.
-Status remove_stale_checkpoint_files(const std::filesystem::path& dir) {
-  static const std::regex shard_name(R"(model-\d{5}-of-\d{5}\.safetensors)");
-  std::error_code ec;
-  for (const auto& item : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = item.path().filename().string();
-    if (name == "model.safetensors" || name == "model.safetensors.index.json" || std::regex_match(name, shard_name))
-      if (!std::filesystem::remove(item.path(), ec) || ec)
-        return error(ErrorCode::kIo, item.path().string() + ": cannot remove stale checkpoint file: " + ec.message());
-  }
-  if (ec) return error(ErrorCode::kIo, dir.string() + ": cannot list: " + ec.message());
-  return Status::ok();
-}
-
 std::string shard_file_name(size_t index, size_t count) {
   char name[64];
   std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", index + 1, count);
@@ -171,7 +156,7 @@ void fill_random_tensor(const std::string& name, uint64_t seed, InitDistribution
 
 Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint64_t seed,
                                const std::filesystem::path& out_dir, uint64_t max_shard_bytes,
-                               RandomCheckpointSummary* summary) {
+                               RandomCheckpointSummary* summary, bool force) {
   if (dtype != ir::DType::kF32 && dtype != ir::DType::kF16 && dtype != ir::DType::kBF16)
     return error(ErrorCode::kInvalidArgument, "random checkpoint dtype must be f32, f16 or bf16, got " +
                                                   std::string(ir::dtype_name(dtype)));
@@ -183,26 +168,14 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
   ModelConfig typed = config;
   typed.dtype = dtype;
   AC_ASSIGN_OR_RETURN(ir::Module module, build_module(typed));
-
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return error(ErrorCode::kIo, out_dir.string() + ": cannot create directory: " + ec.message());
-  AC_TRY(remove_stale_checkpoint_files(out_dir));
   RandomCheckpointSummary result;
 
   nlohmann::json config_json = config.raw;
   config_json["torch_dtype"] = torch_dtype_name(dtype);
   if (config_json.contains("dtype")) config_json["dtype"] = torch_dtype_name(dtype);  // transformers >= 4.56 key
-  AC_TRY(write_json(out_dir / "config.json", config_json));
-  result.files.push_back(out_dir / "config.json");
-
   nlohmann::json generation = nlohmann::json::object();
   for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"})
     if (auto it = config_json.find(key); it != config_json.end() && !it->is_null()) generation[key] = *it;
-  if (!generation.empty()) {
-    AC_TRY(write_json(out_dir / "generation_config.json", generation));
-    result.files.push_back(out_dir / "generation_config.json");
-  }
 
   // Shards fill in parameter order (the state-dict order transformers shards in); a tensor larger than
   // the limit gets a shard of its own.
@@ -227,6 +200,16 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
     result.tensor_bytes += bytes;
   }
 
+  // Every file is known before anything is written, so the output directory is checked first and
+  // the files go into a temporary directory that replaces nothing until all of them are complete.
+  std::vector<std::string> names = {"config.json"};
+  if (!generation.empty()) names.push_back("generation_config.json");
+  for (size_t s = 0; s < shards.size(); ++s) names.push_back(shards.size() == 1 ? "model.safetensors" : shard_file_name(s, shards.size()));
+  if (shards.size() > 1) names.push_back("model.safetensors.index.json");
+  AC_ASSIGN_OR_RETURN(CheckpointOutput output, CheckpointOutput::open(out_dir, names, force));
+  AC_TRY(write_json(output.staged("config.json"), config_json));
+  if (!generation.empty()) AC_TRY(write_json(output.staged("generation_config.json"), generation));
+
   nlohmann::json weight_map = nlohmann::json::object();
   const std::map<std::string, std::string> metadata = {{"format", "pt"}};  // transformers refuses files without it
   for (size_t s = 0; s < shards.size(); ++s) {
@@ -247,14 +230,14 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
       weight_map[name] = file;
     }
     run_jobs(jobs, default_threads());
-    AC_TRY(write_safetensors(out_dir / file, tensors, metadata));
-    result.files.push_back(out_dir / file);
+    AC_TRY(write_safetensors(output.staged(file), tensors, metadata));
   }
   if (shards.size() > 1) {
     nlohmann::json index = {{"metadata", {{"total_size", result.tensor_bytes}}}, {"weight_map", weight_map}};
-    AC_TRY(write_json(out_dir / "model.safetensors.index.json", index));
-    result.files.push_back(out_dir / "model.safetensors.index.json");
+    AC_TRY(write_json(output.staged("model.safetensors.index.json"), index));
   }
+  AC_TRY(output.commit());
+  for (const auto& name : names) result.files.push_back(out_dir / name);
   if (summary) *summary = std::move(result);
   return Status::ok();
 }

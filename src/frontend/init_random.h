@@ -41,9 +41,12 @@ void fill_random_tensor(const std::string& name, uint64_t seed, InitDistribution
 // Writes config.json (config.raw with torch_dtype, and dtype when present, set to `dtype`),
 // generation_config.json (when bos/eos ids are known) and model.safetensors, or model-0000K-of-0000N
 // .safetensors shards plus model.safetensors.index.json when the tensors exceed `max_shard_bytes`.
-// Creates `out_dir` if missing and removes checkpoint files a previous run left there.
+// The files are complete before any of `out_dir` changes (frontend/checkpoint_output.h): a missing
+// or empty `out_dir` receives them, one a previous run wrote has its checkpoint replaced (and its
+// stale shards removed), and any other non-empty directory is refused unless `force`, which
+// replaces only the files of the new checkpoint.
 Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint64_t seed,
                                const std::filesystem::path& out_dir, uint64_t max_shard_bytes,
-                               RandomCheckpointSummary* summary = nullptr);
+                               RandomCheckpointSummary* summary = nullptr, bool force = false);
 
 }  // namespace agentcompile::frontend

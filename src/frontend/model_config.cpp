@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "frontend/config_invariants.h"
+
 namespace agentcompile::frontend {
 
 namespace {
@@ -157,6 +159,7 @@ Expected<ModelConfig> parse_hf_config(const nlohmann::json& json, const std::str
       for (const auto& id : *eos)
         if (id.is_number_integer()) config.eos_token_ids.push_back(id.get<int64_t>());
   }
+  AC_TRY(check_config_invariants(config, source));
   return config;
 }
 

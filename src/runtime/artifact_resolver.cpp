@@ -4,8 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
+#include "emit/artifact_store.h"
 #include "support/sha256.h"
 #include "tune/admission.h"
 #include "tune/cuda_driver.h"
@@ -13,7 +12,6 @@
 namespace agentcompile::runtime {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace {
 
@@ -28,27 +26,26 @@ std::string read_text(const fs::path& path) {
 
 std::string artifact_incompatibility(const fs::path& dir, const frontend::ModelConfig& config, const std::string& ir_text,
                                      const std::string& arch) {
-  std::ifstream in(dir / "metadata.json");
-  if (!in) return "it has no metadata.json";
-  const json meta = json::parse(in, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object()) return "its metadata.json is not valid JSON";
-  if (meta.value("format", "") != "agentcompile-artifact/1") return "its format is '" + meta.value("format", "") + "'";
-  const json model = meta.value("model", json::object());
-  if (model.value("config_sha256", "") != support::sha256_hex(config.raw.dump())) {
+  const auto record = emit::read_verified_artifact(dir);
+  if (!record) {
+    if (record.status().code() == ErrorCode::kNotFound) return "it has no metadata.json";
+    return record.status().message();  // not this format's shape, another format version, or damaged files
+  }
+  const auto& model = record->model;
+  if (model.config_sha256 != support::sha256_hex(config.raw.dump())) {
     std::string detail = "it was compiled for another model configuration";
-    if (model.value("model_type", "") != config.model_type)
-      detail += " (" + model.value("model_type", "?") + ", this model is " + config.model_type + ")";
-    else if (model.value("hidden_size", int64_t{0}) != config.hidden_size || model.value("num_layers", int64_t{0}) != config.num_layers)
-      detail += " (hidden " + std::to_string(model.value("hidden_size", int64_t{0})) + " x " + std::to_string(model.value("num_layers", int64_t{0})) +
-                " layers, this model has " + std::to_string(config.hidden_size) + " x " + std::to_string(config.num_layers) + ")";
-    else if (model.value("dtype", "") != std::string(ir::dtype_name(config.dtype)))
-      detail += " (dtype " + model.value("dtype", "?") + ", this model is " + std::string(ir::dtype_name(config.dtype)) + ")";
+    if (model.model_type != config.model_type)
+      detail += " (" + model.model_type + ", this model is " + config.model_type + ")";
+    else if (model.hidden_size != config.hidden_size || model.num_layers != config.num_layers)
+      detail += " (hidden " + std::to_string(model.hidden_size) + " x " + std::to_string(model.num_layers) + " layers, this model has " +
+                std::to_string(config.hidden_size) + " x " + std::to_string(config.num_layers) + ")";
+    else if (model.dtype != std::string(ir::dtype_name(config.dtype)))
+      detail += " (dtype " + model.dtype + ", this model is " + std::string(ir::dtype_name(config.dtype)) + ")";
     return detail;
   }
   if (read_text(dir / "ir" / "module.ir") != ir_text) return "its IR differs from this model's (another compiler version?)";
-  const std::string built_for = meta.value("device", json::object()).value("arch", "");
-  if (built_for != arch) return "its kernels were built for " + built_for + ", this GPU is " + arch;
-  if (!meta.value("gpu_used", false)) return "it was compiled without a GPU, so its kernels were never validated or timed";
+  if (record->device.arch != arch) return "its kernels were built for " + record->device.arch + ", this GPU is " + arch;
+  if (!record->gpu_used) return "it was compiled without a GPU, so its kernels were never validated or timed";
   return "";
 }
 

@@ -10,11 +10,8 @@ Expected<const KernelSet::Loaded*> KernelSet::get(const LoadedArtifact& artifact
   if (r == artifact.regions.end()) return error(ErrorCode::kNotFound, "the artifact has no region " + region);
   auto s = r->second.selection.find(bucket);
   if (s == r->second.selection.end()) {
-    std::string reason = "no candidate was selected";
-    for (const auto& sel : artifact.metadata["regions"])
-      if (sel.value("id", "") == region)
-        for (const auto& b : sel["selection"])
-          if (b.value("bucket", "") == bucket) reason = b.value("reason", reason);
+    const auto why = r->second.reasons.find(bucket);
+    const std::string reason = why != r->second.reasons.end() && !why->second.empty() ? why->second : "no candidate was selected";
     return error(ErrorCode::kNotFound, "region " + region + " has no kernel for bucket " + bucket + " (" + reason +
                                            "); the model cannot run from this artifact");
   }

@@ -59,7 +59,7 @@ TEST(InitRandom, SameSeedIsByteIdenticalAndAnotherSeedDiffers) {
   ASSERT_TRUE(write_random_checkpoint(config, ir::DType::kBF16, 7, b, 1 << 30).is_ok());
   ASSERT_TRUE(write_random_checkpoint(config, ir::DType::kBF16, 8, c, 1 << 30).is_ok());
   const auto files_a = files_in(a);
-  EXPECT_EQ(files_a.size(), 3u);  // config.json, generation_config.json, model.safetensors
+  EXPECT_EQ(files_a.size(), 4u);  // config.json, generation_config.json, model.safetensors and the record of them
   EXPECT_EQ(files_a, files_in(b));
   const auto files_c = files_in(c);
   EXPECT_EQ(files_a.at("config.json"), files_c.at("config.json"));

@@ -1,9 +1,9 @@
 // UTF-8 validation and maximal-subpart repair (see utf8.h).
-#include "tokenizer/utf8.h"
+#include "support/utf8.h"
 
 #include <cstring>
 
-namespace agentcompile::tokenizer::utf8 {
+namespace agentcompile::support::utf8 {
 
 namespace {
 
@@ -135,4 +135,4 @@ bool is_white_space(uint32_t cp) {
          cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
-}  // namespace agentcompile::tokenizer::utf8
+}  // namespace agentcompile::support::utf8
