@@ -10,9 +10,11 @@
 namespace agentcompile::analysis::recognize {
 
 // Rule 1: canonicalization — dead code, common subexpressions, layout chains, identity ops, exact
-// cast pairs, constant folding (simplify.cpp); the unit batch dim dropped (unit_batch.cpp).
+// cast pairs, constant folding (simplify.cpp); the unit batch dim dropped (unit_batch.cpp);
+// transposes moved past row-wise ops toward the permute that undoes them (sink_transposes.cpp).
 Expected<int> simplify(ir::Module& module);
 Expected<int> drop_unit_batch(ir::Module& module);
+Expected<int> sink_transposes(ir::Module& module);
 // Rule 2: matmul(x, transpose(w)) (+ bias) -> linear.
 Expected<int> raise_linear(ir::Module& module);
 // Rule 3: the RMSNorm decomposition -> rmsnorm.

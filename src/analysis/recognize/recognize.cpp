@@ -20,6 +20,7 @@ struct NamedPass {
 constexpr NamedPass kRaisingRound[] = {
     {"simplify", recognize::simplify},
     {"unit_batch", recognize::drop_unit_batch},
+    {"sink_transposes", recognize::sink_transposes},
     {"linear", recognize::raise_linear},
     {"rmsnorm", recognize::raise_rmsnorm},
     {"softmax", recognize::raise_softmax},
@@ -70,6 +71,53 @@ class Driver {
   int last_fired_ = 0;
 };
 
+// The ops the graph builders and the semantic kernel families speak; anything else left in a raised
+// module is reported as primitive (it compiles through the generic families).
+bool is_semantic(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kWeight:
+    case ir::OpKind::kEmbedding:
+    case ir::OpKind::kLinear:
+    case ir::OpKind::kAdd:
+    case ir::OpKind::kMul:
+    case ir::OpKind::kSilu:
+    case ir::OpKind::kGelu:
+    case ir::OpKind::kCast:
+    case ir::OpKind::kRmsNorm:
+    case ir::OpKind::kLayerNorm:
+    case ir::OpKind::kRope:
+    case ir::OpKind::kReshape:
+    case ir::OpKind::kView:
+    case ir::OpKind::kSlice:
+    case ir::OpKind::kKvAppend:
+    case ir::OpKind::kAttention:
+    case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLogSoftmax:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One note per function that kept primitive ops: how many of each, and where the first came from.
+void note_primitives(const ir::Module& module, RecognizeReport* report) {
+  if (!report) return;
+  for (const ir::Function& function : module.functions) {
+    std::map<std::string, std::pair<int, std::string>> kept;
+    for (const ir::Node& node : function.nodes) {
+      if (is_semantic(node.op)) continue;
+      auto& [count, loc] = kept[std::string(ir::op_name(node.op))];
+      if (count++ == 0) loc = node.loc;
+    }
+    if (kept.empty()) continue;
+    std::string note = "@" + function.name + " keeps primitive ops:";
+    for (const auto& [op, entry] : kept)
+      note += " " + op + " x" + std::to_string(entry.first) + (entry.second.empty() ? "" : " (first at " + entry.second + ")") + ";";
+    note.pop_back();
+    report->notes.push_back(note);
+  }
+}
+
 }  // namespace
 
 Expected<ir::Module> recognize_module(ir::Module module, RecognizeReport* report) {
@@ -82,6 +130,7 @@ Expected<ir::Module> recognize_module(ir::Module module, RecognizeReport* report
   AC_TRY(driver.run({"schedule", recognize::schedule_module}, module));
   AC_TRY(ir::verify_module(module).with_context("recognize: the raised module"));
   driver.finish();
+  note_primitives(module, report);
   return module;
 }
 

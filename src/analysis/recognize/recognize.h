@@ -6,7 +6,7 @@
 //
 // The passes (one rule per file in this folder, each opening with its pattern) run in this order:
 //   phase 1, repeated until a whole round changes nothing:
-//     simplify, drop_unit_batch, raise_linear, raise_rmsnorm, raise_softmax, raise_activations,
+//     simplify, drop_unit_batch, sink_transposes, raise_linear, raise_rmsnorm, raise_softmax, raise_activations,
 //     raise_rope, raise_kv_append, raise_cache_attention, split_fused_projections, sink_slices
 //   phase 2, once: hoist_weight_expressions (weight-only subgraphs move to @init), lower_sdpa (an
 //     attention that is not over the cache becomes matmul/softmax primitives), then phase 1 again

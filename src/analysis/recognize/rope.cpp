@@ -145,13 +145,25 @@ std::optional<Table> match_table(const ir::Function& f, ValueId value, OpKind tr
 struct Rotation {
   ValueId x = ir::kNoValue;
   ValueId sin_table = ir::kNoValue;
+  bool upcast = false;  // the rotated x was cast to the tables' float dtype (OLMo-2 multiplies in f32)
 };
 
-// mul(concat(neg(slice(x, D/2:)), slice(x, :D/2)), S) (either order) defining `value`.
+// The concat of a rotate_half, possibly cast to another float dtype.
+const ir::Node* rotate_half_concat(const ir::Function& f, const UseDef& uses, ValueId v, bool* upcast) {
+  *upcast = false;
+  if (const ir::Node* cast = producer_of(f, v, OpKind::kCast); cast && single_use(uses, v)) {
+    *upcast = true;
+    v = cast->operands[0];
+  }
+  return single_use(uses, v) ? producer_of(f, v, OpKind::kConcat) : nullptr;
+}
+
+// mul([cast](concat(neg(slice(x, D/2:)), slice(x, :D/2))), S) (either order) defining `value`.
 std::optional<Rotation> match_rotation(const ir::Function& f, const UseDef& uses, ValueId value) {
-  const auto product = commuted(f, value, OpKind::kMul, [&](ValueId v) { return producer_of(f, v, OpKind::kConcat) != nullptr; });
-  if (!product || !single_use(uses, value) || !single_use(uses, product->first)) return std::nullopt;
-  const ir::Node* concat = producer(f, product->first);
+  bool upcast = false;
+  const auto product = commuted(f, value, OpKind::kMul, [&](ValueId v) { return rotate_half_concat(f, uses, v, &upcast) != nullptr; });
+  if (!product || !single_use(uses, value)) return std::nullopt;
+  const ir::Node* concat = rotate_half_concat(f, uses, product->first, &upcast);
   if (concat->operands.size() != 2) return std::nullopt;
   const ir::Node* neg = producer_of(f, concat->operands[0], OpKind::kNeg);
   if (!neg) return std::nullopt;
@@ -168,7 +180,8 @@ std::optional<Rotation> match_rotation(const ir::Function& f, const UseDef& uses
   if (!on_last(high) || !on_last(low) || low->int_attr("start") != 0 || high_start != half || low->int_attr("length") != half ||
       high->int_attr("length") != half || normalize_axis(concat->int_attr("axis"), shape.size()) != static_cast<int64_t>(last))
     return std::nullopt;
-  return Rotation{x, product->second};
+  if (upcast && f.type(product->first).dtype == f.type(x).dtype) return std::nullopt;
+  return Rotation{x, product->second, upcast};
 }
 
 ValueId raise(Rewriter& rw, ValueId x, const Table& cos_table, const Table& sin_table) {
@@ -222,12 +235,28 @@ ValueId rewrite(Rewriter& rw, int index) {
     auto rotation = match_rotation(f, rw.old_uses(), node.operands[static_cast<size_t>(1 - side)]);
     if (!rotation) continue;
     const ValueId direct = node.operands[static_cast<size_t>(side)];
-    const auto product = commuted(f, direct, OpKind::kMul, [&](ValueId v) { return v == rotation->x; });
+    // x itself, or (when the rotation was upcast) x cast to the same dtype.
+    auto is_x = [&](ValueId v) {
+      if (!rotation->upcast) return v == rotation->x;
+      const ir::Node* cast = producer_of(f, v, OpKind::kCast);
+      return cast && cast->operands[0] == rotation->x && f.type(v).dtype == f.type(node.result).dtype;
+    };
+    const auto product = commuted(f, direct, OpKind::kMul, is_x);
     if (!product || !single_use(rw.old_uses(), direct)) continue;
     auto cos_table = match_table(f, product->second, OpKind::kCos);
     auto sin_table = match_table(f, rotation->sin_table, OpKind::kSin);
     if (!cos_table || !sin_table) continue;
-    return raise(rw, rotation->x, *cos_table, *sin_table);
+    if (!rotation->upcast) return raise(rw, rotation->x, *cos_table, *sin_table);
+    // Upcast: rope on the narrow x when every reader casts the result straight back (one rounding
+    // either way), else on the upcast value.
+    const ir::DType narrow = f.type(rotation->x).dtype;
+    bool cast_back = !rw.old_uses().is_result[static_cast<size_t>(node.result)];
+    for (int user : rw.old_uses().users[static_cast<size_t>(node.result)]) {
+      const ir::Node& reader = f.nodes[static_cast<size_t>(user)];
+      cast_back = cast_back && reader.op == OpKind::kCast && f.type(reader.result).dtype == narrow;
+    }
+    if (cast_back) return rw.cast(raise(rw, rotation->x, *cos_table, *sin_table), f.type(node.result).dtype);
+    return raise(rw, product->first, *cos_table, *sin_table);
   }
   return ir::kNoValue;
 }

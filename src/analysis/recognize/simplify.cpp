@@ -17,9 +17,11 @@
 //                                            cast(cast(z: A->B)->C)    -> cast(z: A->C) when A->B is exact
 //                                            (f16/bf16 -> f32, bool -> any), so cast(cast(x:f16->f32)->f16) = x
 //   mul(x, 1) / mul(1, x) / div(x, 1) -> x   when x already has the result's shape (exact in IEEE)
+//   constant {values = [v, v, ...]}  -> constant {value = v}   (one spelling per splat)
 //   an op over constants only        -> one constant (fold_constants.h: small, static, torch's rounding)
 //   a pure op equal to an earlier one (same op, operands, attributes) -> the earlier result (CSE;
-//                                            weights, constants and aranges included)
+//                                            constants and aranges included; weight nodes are not
+//                                            merged: the canonical form reads a weight once per reader)
 // Then dead code is removed (side effects are never dead). Nothing here changes a value's type.
 #include <unordered_map>
 
@@ -40,6 +42,24 @@ namespace {
 bool exact_cast(DType from, DType to) {
   if (from == to || from == DType::kBool) return true;
   return (from == DType::kF16 || from == DType::kBF16) && to == DType::kF32;
+}
+
+// What a reshape of `value` may read instead: the start of the chain of reshapes that made it.
+ValueId reshape_source(const Rewriter& rw, ValueId value) {
+  while (const ir::Node* inner = rw.producer(value)) {
+    if (inner->op != OpKind::kReshape && inner->op != OpKind::kView) break;
+    value = inner->operands[0];
+  }
+  return value;
+}
+
+// The one value of a constant node that lists equal values.
+std::optional<double> listed_splat(const ir::Node& node) {
+  const ir::FloatList values = node.floats_attr("values");
+  if (values.empty()) return std::nullopt;
+  for (double v : values)
+    if (!(v == values[0])) return std::nullopt;
+  return values[0];
 }
 
 // The non-unit dims keep their relative order: the transpose moves no data.
@@ -65,14 +85,9 @@ ValueId fold(Rewriter& rw, const ir::Node& node, const std::vector<ValueId>& ops
     case OpKind::kReshape:
     case OpKind::kView: {
       const ir::Shape target = node.dims_attr("shape");
-      if (rw.type(ops[0]).shape == target) return ops[0];
-      const ir::Node* inner = rw.producer(ops[0]);
-      if (inner && (inner->op == OpKind::kReshape || inner->op == OpKind::kView)) {
-        const ValueId source = inner->operands[0];
-        return rw.type(source).shape == target ? source : rw.reshape(source, target);
-      }
-      if (node.op == OpKind::kView) return rw.emit(OpKind::kReshape, {ops[0]}, {{"shape", target}});
-      return ir::kNoValue;
+      const ValueId source = reshape_source(rw, ops[0]);
+      if (source != ops[0] || rw.type(source).shape == target || node.op == OpKind::kView) return rw.reshape(source, target);
+      break;
     }
     case OpKind::kTranspose: {
       const auto perm = perm_of(node);
@@ -85,8 +100,8 @@ ValueId fold(Rewriter& rw, const ir::Node& node, const std::vector<ValueId>& ops
         const ValueId source = inner->operands[0];
         return composed == identity_perm(composed.size()) ? source : rw.transpose(source, composed);
       }
-      if (moves_only_unit_dims(rw.type(ops[0]).shape, perm)) return rw.reshape(ops[0], result.shape);
-      return ir::kNoValue;
+      if (moves_only_unit_dims(rw.type(ops[0]).shape, perm)) return rw.reshape(reshape_source(rw, ops[0]), result.shape);
+      break;
     }
     case OpKind::kBroadcast: {
       const ir::Shape target = node.dims_attr("shape");
@@ -97,7 +112,7 @@ ValueId fold(Rewriter& rw, const ir::Node& node, const std::vector<ValueId>& ops
         if (rw.type(source).shape == target) return source;
         return rw.emit(OpKind::kBroadcast, {source}, {{"shape", target}});
       }
-      return ir::kNoValue;
+      break;
     }
     case OpKind::kSlice: {
       const ir::Shape& shape = rw.type(ops[0]).shape;
@@ -106,7 +121,7 @@ ValueId fold(Rewriter& rw, const ir::Node& node, const std::vector<ValueId>& ops
       const int64_t start = node.int_attr("start");
       const bool from_start = start == 0 || (dim.is_static() && start == -dim.value);
       if (dim.is_static() && from_start && node.int_attr("length") == dim.value) return ops[0];
-      return ir::kNoValue;
+      break;
     }
     case OpKind::kCast: {
       const DType to = result.dtype;
@@ -118,6 +133,16 @@ ValueId fold(Rewriter& rw, const ir::Node& node, const std::vector<ValueId>& ops
       }
       break;
     }
+    case OpKind::kConstant:
+      if (node.has_attr("values")) {
+        if (const auto splat = listed_splat(node)) {
+          ir::Attrs attrs = node.attrs;
+          attrs.erase("values");
+          attrs["value"] = *splat;
+          return rw.emit(OpKind::kConstant, {}, std::move(attrs));
+        }
+      }
+      return ir::kNoValue;
     case OpKind::kMul:
       if (is_one(f, ops[1]) && rw.type(ops[0]) == result) return ops[0];
       if (is_one(f, ops[0]) && rw.type(ops[1]) == result) return ops[1];
@@ -154,7 +179,8 @@ Expected<int> simplify(ir::Module& module) {
       for (ValueId operand : node.operands) ops.push_back(rw.map(operand));
       const bool returned = rw.old_uses().is_result[static_cast<size_t>(node.result)];
       ValueId replacement = fold(rw, node, ops, function.type(node.result), returned);
-      if (replacement == ir::kNoValue && !ir::has_side_effect(node.op)) {
+      const bool pure = !ir::has_side_effect(node.op) && node.op != OpKind::kWeight;
+      if (replacement == ir::kNoValue && pure) {
         auto it = seen.find(cse_key(node, ops));
         if (it != seen.end()) replacement = it->second;
       }
@@ -162,7 +188,7 @@ Expected<int> simplify(ir::Module& module) {
         ++fired_here;
       } else {
         replacement = rw.emit(node.op, ops, node.attrs);
-        if (!ir::has_side_effect(node.op)) seen.emplace(cse_key(node, ops), replacement);
+        if (pure) seen.emplace(cse_key(node, ops), replacement);
       }
       if (!rw.status().is_ok()) return rw.status().with_context("simplify in function @" + function.name);
       rw.set_map(node.result, replacement);
