@@ -17,6 +17,7 @@ struct TreeNode {
   std::vector<std::pair<std::string, std::unique_ptr<TreeNode>>> children;  // in declaration order
   long first_use = LONG_MAX;
   size_t first_declared = SIZE_MAX;
+  bool matrix = false;  // a linear, matmul or embedding reads a parameter below as its table
 
   TreeNode* child(const std::string& name) {
     for (auto& [key, node] : children)
@@ -50,15 +51,17 @@ std::string source_of(const ir::Module& module, const ir::ParamDecl& param) {
   return module.find_param(source) ? source : "";
 }
 
-void summarize(TreeNode& node, const std::vector<long>& first_use) {
+void summarize(TreeNode& node, const std::vector<long>& first_use, const std::vector<bool>& matrix) {
   if (node.param >= 0) {
     node.first_use = first_use[static_cast<size_t>(node.param)];
     node.first_declared = static_cast<size_t>(node.param);
+    node.matrix = matrix[static_cast<size_t>(node.param)];
   }
   for (auto& [name, child] : node.children) {
-    summarize(*child, first_use);
+    summarize(*child, first_use, matrix);
     node.first_use = std::min(node.first_use, child->first_use);
     node.first_declared = std::min(node.first_declared, child->first_declared);
+    node.matrix = node.matrix || child->matrix;
   }
 }
 
@@ -69,10 +72,11 @@ void emit(TreeNode& node, const std::map<int, std::vector<int>>& derived, std::v
   }
   std::vector<TreeNode*> children;
   for (auto& [name, child] : node.children) children.push_back(child.get());
-  const bool keep_declared = std::all_of(children.begin(), children.end(), [](const TreeNode* c) { return c->is_param_only() || c->is_leaf_module(); });
+  const bool leaves = std::all_of(children.begin(), children.end(), [](const TreeNode* c) { return c->is_param_only() || c->is_leaf_module(); });
   std::stable_sort(children.begin(), children.end(), [&](const TreeNode* a, const TreeNode* b) {
-    if (keep_declared || a->first_use == b->first_use) return a->first_declared < b->first_declared;
-    return a->first_use < b->first_use;
+    if (leaves && a->matrix != b->matrix) return a->matrix;
+    if (a->first_use != b->first_use) return a->first_use < b->first_use;
+    return a->first_declared < b->first_declared;
   });
   for (TreeNode* child : children) emit(*child, derived, order);
 }
@@ -83,9 +87,19 @@ bool order_parameters(ir::Module& module) {
   std::map<std::string, int> index_of;
   for (size_t i = 0; i < module.params.size(); ++i) index_of[module.params[i].name] = static_cast<int>(i);
   std::vector<long> first_use(module.params.size(), LONG_MAX);
+  std::vector<bool> matrix(module.params.size(), false);
   long counter = 0;
   for (const ir::Function& function : module.functions) {
     for (const ir::Node& node : function.nodes) {
+      // A table read by a matmul-class op or an embedding (the weight operand, not the activation).
+      if (node.op == ir::OpKind::kLinear || node.op == ir::OpKind::kMatmul || node.op == ir::OpKind::kEmbedding) {
+        const ir::ValueId table = node.operands[node.op == ir::OpKind::kEmbedding ? 0 : 1];
+        const int32_t producer = function.value(table).producer;
+        if (producer >= 0 && function.nodes[static_cast<size_t>(producer)].op == ir::OpKind::kWeight) {
+          auto it = index_of.find(function.nodes[static_cast<size_t>(producer)].string_attr("name"));
+          if (it != index_of.end()) matrix[static_cast<size_t>(it->second)] = true;
+        }
+      }
       if (node.op != ir::OpKind::kWeight) continue;
       auto it = index_of.find(node.string_attr("name"));
       if (it != index_of.end()) first_use[static_cast<size_t>(it->second)] = std::min(first_use[static_cast<size_t>(it->second)], counter);
@@ -106,7 +120,10 @@ bool order_parameters(ir::Module& module) {
     for (const std::string& part : components(module.params[i].name)) node = node->child(part);
     node->param = static_cast<int>(i);
   }
-  summarize(root, first_use);
+  // A derived parameter (an alias read by a linear) makes its source a matrix too.
+  for (const auto& [source, list] : derived)
+    for (int d : list) matrix[static_cast<size_t>(source)] = matrix[static_cast<size_t>(source)] || matrix[static_cast<size_t>(d)];
+  summarize(root, first_use, matrix);
   std::vector<int> order;
   emit(root, derived, order);
   bool changed = false;
