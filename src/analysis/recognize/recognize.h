@@ -15,6 +15,14 @@
 // after RoPE and KV append because it reads their results; slices sink last so the norms they cross
 // are already raised. The result passes ir::verify_module; a module the graph builders wrote comes
 // back unchanged (their output is the fixed point every rule aims at).
+//
+// What the raised module may contain that a built one never does, and its runtime must handle:
+//   - a function @init() and parameters named init.* (weight-only expressions such as Gemma's 1 + w):
+//     @init returns one result per init.* parameter, in their declaration order; run it once at load
+//     and bind each result to its parameter (hoist_weights.cpp documents the convention);
+//   - parameter aliases (ParamDecl::alias_of / alias_row): rows of a fused weight such as Phi-3's
+//     qkv_proj, read without a copy (fused_projection.cpp).
+// Raised nodes keep the source location of the node they replace.
 #pragma once
 
 #include <string>
