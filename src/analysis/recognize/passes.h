@@ -1,0 +1,45 @@
+// The recognition passes, in the order recognize_module runs them (see recognize.h). Each opens its
+// own file with the pattern it matches and what it refuses; each returns how many rewrites it made
+// (0 when the module is unchanged), or an error naming the pass and function when a rewrite could
+// not be typed (a bug in the rule, never a property of the input).
+#pragma once
+
+#include "agentcompile/status.h"
+#include "ir/graph.h"
+
+namespace agentcompile::analysis::recognize {
+
+// Rule 1: canonicalization — dead code, common subexpressions, layout chains, identity ops, exact
+// cast pairs, constant folding (simplify.cpp); the unit batch dim dropped (unit_batch.cpp);
+// transposes moved past row-wise ops toward the permute that undoes them (sink_transposes.cpp).
+Expected<int> simplify(ir::Module& module);
+Expected<int> drop_unit_batch(ir::Module& module);
+Expected<int> sink_transposes(ir::Module& module);
+// Rule 2: matmul(x, transpose(w)) (+ bias) -> linear.
+Expected<int> raise_linear(ir::Module& module);
+// Rule 3: the RMSNorm decomposition -> rmsnorm.
+Expected<int> raise_rmsnorm(ir::Module& module);
+// Rule 4: amax/sub/exp/sum/div -> softmax, and the log_softmax decomposition -> log_softmax.
+Expected<int> raise_softmax(ir::Module& module);
+// Rule 5: x*sigmoid(x) -> silu; the erf and tanh GELU formulas -> gelu.
+Expected<int> raise_activations(ir::Module& module);
+// Rule 6: rotate-half rotary embedding with cos/sin tables from an inline inv_freq -> rope.
+Expected<int> raise_rope(ir::Module& module);
+// Rule 7: index_copy into a state at pos + arange(T) -> kv_append.
+Expected<int> raise_kv_append(ir::Module& module);
+// Rule 8: attention over the KV cache (sdpa with the causal cache mask, or its matmul/softmax form)
+// -> attention; any other sdpa is lowered to primitives once nothing else applies.
+Expected<int> raise_cache_attention(ir::Module& module);
+Expected<int> lower_sdpa(ir::Module& module);
+// Rule 9: weight-only expressions -> parameters computed once by @init.
+Expected<int> hoist_weight_expressions(ir::Module& module);
+// Rule 10: a linear read only through slices that partition its outputs -> one linear per slice on
+// parameter aliases of the fused weight's rows.
+Expected<int> split_fused_projections(ir::Module& module);
+// Rule 11: slices sink through row-wise ops toward their producers (the last-token slice before the
+// final norm).
+Expected<int> sink_slices(ir::Module& module);
+// Rule 12: the canonical schedule of every function and the canonical parameter order.
+Expected<int> schedule_module(ir::Module& module);
+
+}  // namespace agentcompile::analysis::recognize
