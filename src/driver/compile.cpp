@@ -242,7 +242,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
   const ir::Module& module = prepared.module;
   for (const auto& line : prepared.recognized) progress("recognize: " + line);
-  const std::string ir_text = ir::print_module(module);
+  const std::string& ir_text = prepared.ir_text;
 
   // Target: the GPU here, or a named profile (compile only).
   plan::DeviceProfile profile;

@@ -1,14 +1,36 @@
 // The module a model compiles to (see model_module.h).
 #include "driver/model_module.h"
 
+#include "analysis/recognize/recognize.h"
+#include "ir/text.h"
 #include "ir/verifier.h"
 
 namespace agentcompile::driver {
 
+namespace {
+
+std::string print_without_locations(ir::Module module) {
+  for (auto& function : module.functions)
+    for (auto& node : function.nodes) node.loc.clear();
+  return ir::print_module(module);
+}
+
+}  // namespace
+
 Expected<ModelModule> model_module(const frontend::ModelSource& source) {
   ModelModule out;
-  AC_ASSIGN_OR_RETURN(out.module, frontend::source_module(source));
-  AC_TRY(ir::verify_module(out.module));
+  AC_ASSIGN_OR_RETURN(ir::Module module, frontend::source_module(source));
+  AC_TRY(ir::verify_module(module));
+  if (source.format != frontend::ModelFormat::kCaptured) {
+    out.module = std::move(module);  // the builders write semantic ops already (their output is recognition's fixed point)
+    out.ir_text = print_without_locations(out.module);
+    return out;
+  }
+  analysis::RecognizeReport report;
+  AC_ASSIGN_OR_RETURN(out.module, analysis::recognize_module(std::move(module), &report));
+  for (const auto& [pass, count] : report.fired) out.recognized.push_back(pass + ": " + std::to_string(count));
+  for (const auto& note : report.notes) out.recognized.push_back(note);
+  out.ir_text = print_without_locations(out.module);
   return out;
 }
 

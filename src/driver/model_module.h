@@ -14,7 +14,9 @@
 namespace agentcompile::driver {
 
 struct ModelModule {
-  ir::Module module;
+  ir::Module module;                    // with each captured node's source location (errors name it)
+  std::string ir_text;                  // the module printed without source locations: the artifact's IR and key,
+                                        // so a capture and a builder that agree on the graph share one artifact
   std::vector<std::string> recognized;  // "rmsnorm: 57", one line per rule that fired (captured models)
 };
 

@@ -31,8 +31,11 @@ std::string artifact_incompatibility(const fs::path& dir, const frontend::ModelC
     if (record.status().code() == ErrorCode::kNotFound) return "it has no metadata.json";
     return record.status().message();  // not this format's shape, another format version, or damaged files
   }
-  const auto& model = record->model;
-  if (model.config_sha256 != support::sha256_hex(config.raw.dump())) {
+  // The IR decides: an artifact whose module is this model's, byte for byte, serves it whatever model it
+  // was compiled for (a capture and a builder that agree on the graph share one). Otherwise say how it differs.
+  if (read_text(dir / "ir" / "module.ir") != ir_text) {
+    const auto& model = record->model;
+    if (model.config_sha256 == support::sha256_hex(config.raw.dump())) return "its IR differs from this model's (another compiler version?)";
     std::string detail = "it was compiled for another model configuration";
     if (model.model_type != config.model_type)
       detail += " (" + model.model_type + ", this model is " + config.model_type + ")";
@@ -43,7 +46,6 @@ std::string artifact_incompatibility(const fs::path& dir, const frontend::ModelC
       detail += " (dtype " + model.dtype + ", this model is " + std::string(ir::dtype_name(config.dtype)) + ")";
     return detail;
   }
-  if (read_text(dir / "ir" / "module.ir") != ir_text) return "its IR differs from this model's (another compiler version?)";
   if (record->device.arch != arch) return "its kernels were built for " + record->device.arch + ", this GPU is " + arch;
   if (!record->gpu_used) return "it was compiled without a GPU, so its kernels were never validated or timed";
   return "";

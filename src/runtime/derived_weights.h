@@ -1,8 +1,9 @@
 // Parameters computed once when the weights load. The recognizer hoists expressions of weights alone
 // (Gemma's RMSNorm weight 1 + w, a sum of two biases) out of the per-token graph into a module function
-// @init() whose results are new parameters: result value %NAME defines parameter @NAME. The runtime
-// runs @init here, on the CPU reference interpreter (exact f32, once per load), and uploads what it
-// returns like any weight. A module without @init derives nothing.
+// @init() whose results are new parameters: it returns one result per parameter named "init.*", in the
+// order those parameters are declared (analysis/recognize/hoist_weights.cpp). The runtime runs @init
+// here, on the CPU reference interpreter (exact f32, once per load), and uploads what it returns like
+// any weight. A module without @init derives nothing.
 #pragma once
 
 #include <memory>

@@ -92,7 +92,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     return error(ErrorCode::kInvalidArgument, options.model.string() + " is a captured module, not a language model: it has no generation; run its function with `agentcompile run-function`");
   AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source_));
   module_ = std::move(prepared.module);
-  const std::string ir_text = ir::print_module(module_);
+  const std::string ir_text = std::move(prepared.ir_text);
 
   // Artifact: before CUDA is initialized here, since compiling forks GPU workers.
   AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source_.config, ir_text, progress));

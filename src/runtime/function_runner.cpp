@@ -78,6 +78,7 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   if (!source.weights) return error(ErrorCode::kInvalidArgument, options.model.string() + " has no weights");
   AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
   module = std::move(prepared.module);
+  const std::string ir_text = std::move(prepared.ir_text);
   function = module.find_function(name);
   if (!function) {
     std::string names;
@@ -88,7 +89,6 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   AC_ASSIGN_OR_RETURN(output_specs, runtime::result_specs(*function, source));
 
   // The artifact, before CUDA is initialized here: compiling forks GPU workers.
-  const std::string ir_text = ir::print_module(module);
   if (runner.never_compile) {
     // CUDA may already be up in this process (the Python binding): probe in-process, never fork.
     AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
