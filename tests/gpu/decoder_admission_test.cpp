@@ -151,22 +151,42 @@ TEST(DecoderAdmission, PrefillAttentionGrid) {
   }
 }
 
-// Every region of the layers, decode and prefill, past the windows and inside them; the matmul
-// regions (weights of up to 100 MB) once, the others in both dtypes.
+// Every region of the layers (bf16), decode and prefill, with positions past the windows (the
+// prefill's 64 tokens keep the interpreter's share of the matmuls short). The folded Gemma form plans
+// the raised form's kernels (tests/unit/decoder_families_test.cpp) except its row regions (f32 norm
+// weights beside 16-bit rows), and the Phi-3 table layer differs from the theta one only in its RoPE.
 TEST(DecoderAdmission, EveryRegionOfTheLayers) {
   AC_REQUIRE_GPU();
-  const std::vector<analysis::Category> kNotMatmul = {analysis::Category::kAttentionDecode, analysis::Category::kAttentionPrefill,
-                                                      analysis::Category::kRopeKvAppend, analysis::Category::kRmsNorm};
-  for (ir::DType dtype : {ir::DType::kBF16, ir::DType::kF16})
+  const std::vector<analysis::Category> kRope = {analysis::Category::kAttentionDecode, analysis::Category::kAttentionPrefill,
+                                                 analysis::Category::kRopeKvAppend};
+  for (const auto& dm : testing::decoder_modules(ir::DType::kBF16)) {
+    auto module = ir::parse_module(dm.text, dm.name);
+    ASSERT_TRUE(module.has_value()) << module.status().to_string();
+    const std::vector<analysis::Category> categories = dm.name == "gemma3"       ? std::vector<analysis::Category>{analysis::Category::kRmsNorm}
+                                                       : dm.name == "phi3_table" ? kRope
+                                                                                 : std::vector<analysis::Category>{};
+    admit_regions(*gpu, dm.name + " bf16", *module, "decode", {1, 4096, 3000}, categories, 2);
+    admit_regions(*gpu, dm.name + " bf16", *module, "prefill", {64, 4096, 2900}, categories, 2);
+  }
+}
+
+// The attention and rope regions in f16 too, and inside the windows (positions below them, from 0).
+TEST(DecoderAdmission, AttentionAndRopeRegionsEveryDtypeAndPosition) {
+  AC_REQUIRE_GPU();
+  const std::vector<analysis::Category> kDecode = {analysis::Category::kAttentionDecode};
+  const std::vector<analysis::Category> kPrefill = {analysis::Category::kAttentionPrefill, analysis::Category::kRopeKvAppend};
+  for (ir::DType dtype : {ir::DType::kF16, ir::DType::kBF16})
     for (const auto& dm : testing::decoder_modules(dtype)) {
+      if (dm.name == "gemma3") continue;  // the raised form's kernels
       auto module = ir::parse_module(dm.text, dm.name);
       ASSERT_TRUE(module.has_value()) << module.status().to_string();
       const std::string what = dm.name + " " + std::string(ir::dtype_name(dtype));
-      const bool all = dtype == ir::DType::kBF16;
-      admit_regions(*gpu, what, *module, "decode", {1, 4096, 3000}, all ? std::vector<analysis::Category>{} : kNotMatmul, 2);
-      admit_regions(*gpu, what, *module, "decode", {1, 1024, 100}, {analysis::Category::kAttentionDecode}, 2);
-      admit_regions(*gpu, what, *module, "prefill", {200, 4096, 2900}, all ? std::vector<analysis::Category>{} : kNotMatmul, 2);
-      admit_regions(*gpu, what, *module, "prefill", {96, 256, 0}, {analysis::Category::kAttentionPrefill, analysis::Category::kRopeKvAppend}, 2);
+      if (dtype == ir::DType::kF16) {
+        admit_regions(*gpu, what, *module, "decode", {1, 4096, 3000}, kDecode, 2);
+        admit_regions(*gpu, what, *module, "prefill", {64, 4096, 2900}, kPrefill, 2);
+      }
+      admit_regions(*gpu, what, *module, "decode", {1, 1024, 100}, kDecode, 2);
+      admit_regions(*gpu, what, *module, "prefill", {96, 256, 0}, kPrefill, 2);
     }
 }
 
