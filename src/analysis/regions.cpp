@@ -2,6 +2,7 @@
 #include "analysis/regions.h"
 
 #include <algorithm>
+#include <set>
 
 #include "analysis/use_def.h"
 
@@ -37,7 +38,12 @@ bool is_view_node(const ir::Node& node) {
 namespace {
 
 bool is_epilogue_op(OpKind op) {
-  return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kSilu || op == OpKind::kCast;
+  return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kSilu || op == OpKind::kGelu || op == OpKind::kCast;
+}
+
+// Ops that reduce a row: a fusion region computes one of them per row pass.
+bool is_row_op(OpClass op_class) {
+  return op_class == OpClass::kNorm || op_class == OpClass::kSoftmax || op_class == OpClass::kReduction;
 }
 
 bool is_fusable(OpClass op_class) {
@@ -96,6 +102,27 @@ class Segmenter {
     return false;
   }
 
+  // A cast between float dtypes: a relabel in the IR's semantics (the interpreter keeps f32 values),
+  // which the kernels that compute in f32 and round once at their stores treat as nothing. Graphs
+  // that normalize in f32 (Gemma's RMSNorm, as analysis/recognize raises it) put them around norms.
+  bool is_float_cast(const ir::Node& n) const {
+    return n.op == OpKind::kCast && ir::is_float(function_.type(n.operands[0]).dtype) && ir::is_float(function_.type(n.result).dtype);
+  }
+
+  // A float cast whose every reader is a row op (the f32 copy of a residual sum that the next norm
+  // reads): it goes with that norm's region, not the one it reads from.
+  bool feeds_only_row_ops(const ir::Node& n) const {
+    const auto& users = facts_.users[static_cast<size_t>(n.result)];
+    return is_float_cast(n) && !users.empty() && !facts_.is_result[static_cast<size_t>(n.result)] &&
+           std::all_of(users.begin(), users.end(), [&](int user) { return is_row_op(ir::op_info(node(user).op).op_class); });
+  }
+
+  // A node reads a value of the current region that depends on the region's row op.
+  bool reads_after_row_op(const ir::Node& n) const {
+    return std::any_of(n.operands.begin(), n.operands.end(),
+                       [&](ir::ValueId v) { return after_row_op_.count(through_views(function_, v, nullptr)) > 0; });
+  }
+
   // The activation a matmul reads (its first operand, seen through views).
   ir::ValueId matmul_input(const ir::Node& n) const { return through_views(function_, n.operands[0], nullptr); }
 
@@ -108,10 +135,12 @@ class Segmenter {
         if (!options_.matmul_fusion) return false;
         if (op_class == OpClass::kMatmul)  // horizontal fusion: same input, no epilogue yet
           return !matmul_has_epilogue_ && n.op == OpKind::kLinear && matmul_input(n) == matmul_input_;
-        return is_epilogue_op(n.op) && uses_current(n);
+        // A cast on its way into a norm goes with the norm (a graph that normalizes in f32).
+        return is_epilogue_op(n.op) && uses_current(n) && !feeds_only_row_ops(n);
       case RegionKind::kFusion:
         if (n.op == OpKind::kKvAppend) return true;
-        return !current_->has_side_effect && is_fusable(op_class) && !reads_current_through_slice(n);
+        return !current_->has_side_effect && is_fusable(op_class) && !reads_current_through_slice(n) &&
+               !((is_row_op(op_class) || feeds_only_row_ops(n)) && reads_after_row_op(n));
       default:
         return false;
     }
@@ -127,24 +156,34 @@ class Segmenter {
     }
   }
 
-  // The norm prologue rule: the current region is one RMSNorm of a single static token, and every
-  // reader of its result is a linear that reads it directly and joins the matmul region `index` starts
-  // (consecutive, with only weights and views between them). The norm is then computed inside the
-  // matmul's kernel, from the row it stages anyway, and its result never reaches memory.
+  // The norm prologue rule: the current region is one RMSNorm of a single static token (between
+  // float casts, when the graph normalizes in f32), and every reader of its result is a linear that
+  // reads it directly and joins the matmul region `index` starts (consecutive, with only weights and
+  // views between them). The norm is then computed inside the matmul's kernel, from the row it stages
+  // anyway, and its result never reaches memory.
   bool takes_norm_prologue(int index) const {
-    if (!options_.norm_prologue || !current_ || current_->kind != RegionKind::kFusion || current_->nodes.size() != 1)
-      return false;
-    const ir::Node& norm = node(current_->nodes[0]);
-    if (norm.op != OpKind::kRmsNorm) return false;
-    const auto& shape = function_.type(norm.result).shape;
+    if (!options_.norm_prologue || !current_ || current_->kind != RegionKind::kFusion) return false;
+    // A chain: each node reads the one before it, exactly one rmsnorm, float casts around it.
+    int norms = 0;
+    for (size_t i = 0; i < current_->nodes.size(); ++i) {
+      const ir::Node& n = node(current_->nodes[i]);
+      if (n.op == OpKind::kRmsNorm) ++norms;
+      else if (!is_float_cast(n)) return false;
+      if (i > 0 && n.operands[0] != node(current_->nodes[i - 1]).result) return false;
+      if (i + 1 < current_->nodes.size() && (facts_.users[static_cast<size_t>(n.result)].size() != 1 || facts_.is_result[static_cast<size_t>(n.result)]))
+        return false;
+    }
+    if (norms != 1) return false;
+    const ir::Node& last = node(current_->nodes.back());
+    const auto& shape = function_.type(last.result).shape;
     if (shape.size() != 2 || !shape[0].is_static() || shape[0].value != 1) return false;
-    const auto& users = facts_.users[static_cast<size_t>(norm.result)];
-    if (users.empty() || facts_.is_result[static_cast<size_t>(norm.result)]) return false;
+    const auto& users = facts_.users[static_cast<size_t>(last.result)];
+    if (users.empty() || facts_.is_result[static_cast<size_t>(last.result)]) return false;
     size_t joined = 0;
     for (int i = index; i < static_cast<int>(function_.nodes.size()) && joined < users.size(); ++i) {
       const ir::Node& next = node(i);
       if (next.op == OpKind::kWeight || is_view_node(next)) continue;
-      if (next.op != OpKind::kLinear || next.operands[0] != norm.result) break;
+      if (next.op != OpKind::kLinear || next.operands[0] != last.result) break;
       ++joined;
     }
     return joined == users.size();
@@ -165,7 +204,7 @@ class Segmenter {
   }
 
   // The attention prologue rule: the current region is the QK-norm / RoPE / KV-append of one static
-  // token (rmsnorm, rope and kv_append nodes only, at least one append), the attention `index` reads
+  // token (rmsnorm, rope, kv_append and float cast nodes only, at least one append), the attention `index` reads
   // its query from that region and its keys and values as the caches the region appended to, and
   // nothing else reads what the region computed. The attention's kernel then does the prologue
   // itself: it writes the new cache row and uses it from registers.
@@ -177,7 +216,7 @@ class Segmenter {
     if (q_shape.empty() || !q_shape[0].is_static() || q_shape[0].value != 1) return false;
     for (int member : current_->nodes) {
       const OpKind op = node(member).op;
-      if (op != OpKind::kRmsNorm && op != OpKind::kRope && op != OpKind::kKvAppend) return false;
+      if (op != OpKind::kRmsNorm && op != OpKind::kRope && op != OpKind::kKvAppend && !is_float_cast(node(member))) return false;
       if (!read_only_inside_or_by(node(member).result, index)) return false;
     }
     if (!defined_in_current(attention.operands[0])) return false;
@@ -204,12 +243,14 @@ class Segmenter {
         current_->kind = kind_for(n);
       }
       matmul_has_epilogue_ = false;
+      after_row_op_.clear();
       if (current_->kind == RegionKind::kMatmul) matmul_input_ = matmul_input(n);
     } else if (current_->kind == RegionKind::kMatmul && ir::op_info(n.op).op_class != OpClass::kMatmul) {
       matmul_has_epilogue_ = true;
     }
     current_->nodes.push_back(index);
     partition_.region_of_node[static_cast<size_t>(index)] = current_->index;
+    if (is_row_op(ir::op_info(n.op).op_class) || reads_after_row_op(n)) after_row_op_.insert(n.result);
     if (ir::has_side_effect(n.op)) {
       current_->has_side_effect = true;
       current_->states.push_back(n.string_attr("state"));
@@ -267,6 +308,7 @@ class Segmenter {
   Region* current_ = nullptr;
   ir::ValueId matmul_input_ = ir::kNoValue;
   bool matmul_has_epilogue_ = false;
+  std::set<ir::ValueId> after_row_op_;  // values of the current region computed from its row op
 };
 
 }  // namespace

@@ -6,14 +6,20 @@
 //     along the outermost axis, broadcast) are not computed: they become boundary metadata of the
 //     regions that read through them. A transpose, which moves data, is a copy region of its own.
 //   - matmuls form their own region; consecutive matmuls that read the same input fuse horizontally
-//     (fused QKV, fused gate/up); the region then takes simple epilogues: activation, gating multiply,
-//     residual add, cast.
+//     (fused QKV, fused gate/up); the region then takes simple epilogues: activation (SiLU, GELU),
+//     gating multiply, residual add, cast.
 //   - a norm prologue: an RMSNorm of one static token whose only readers are the linears of the
-//     next matmul region joins that region (the decode GEMV normalizes the row it stages anyway).
-//   - consecutive pointwise, norm, rope, softmax and reduction nodes merge into one fusion region.
+//     next matmul region joins that region (the decode GEMV normalizes the row it stages anyway);
+//     float casts around it (a graph that normalizes in f32) join with it.
+//   - consecutive pointwise, norm, rope, softmax and reduction nodes merge into one fusion region,
+//     except that a row op (norm, softmax, reduction) that reads what the region's own row op computed
+//     (a post-norm, the residual add, then the next pre-norm: Gemma's sandwich norms) starts a region
+//     of its own, with the float cast before it if it reads through one: one row op per row pass, and
+//     the norm prologue rule may then take it.
 //   - a side effect (kv_append) may close a region: once one is in, only further side effects may
 //     join, and they keep their order. Attention and embedding gathers are regions of their own.
-//   - an attention prologue: the QK-norm / RoPE / KV-append region of one static token whose results
+//   - an attention prologue: the QK-norm / RoPE / KV-append region of one static token (float casts
+//     around the norms included) whose results
 //     only the next attention reads (the roped query and the caches it appended to) joins that
 //     attention. The one read that crosses the append, the new key and value row, comes from the
 //     kernel's own registers: it writes the row and reads only older rows from the cache, so the

@@ -149,9 +149,13 @@ Category classify(const ir::Function& function, const Region& region, const std:
     return std::count_if(region.nodes.begin(), region.nodes.end(),
                          [&](int n) { return function.nodes[static_cast<size_t>(n)].op == op; });
   };
+  // One token: the first node's rows, or for attention its query's (a prologue may start from
+  // another layout, such as one token's [H, 1, D] query).
   const ir::Node& first = function.nodes[static_cast<size_t>(region.nodes.front())];
+  const ir::Node& last = function.nodes[static_cast<size_t>(region.nodes.back())];
   const bool one_token = [&] {
-    const auto& shape = function.type(first.result).shape;
+    const ir::ValueId rows = region.kind == RegionKind::kAttention && !last.operands.empty() ? last.operands[0] : first.result;
+    const auto& shape = function.type(rows).shape;
     return !shape.empty() && shape[0].is_static() && shape[0].value == 1;
   }();
   switch (region.kind) {

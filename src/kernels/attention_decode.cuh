@@ -1,13 +1,16 @@
 // Decode attention family: one query token over the KV cache, split-KV flash decoding.
 //
 // Bytes: the K and V rows of the valid keys (2 * len * KV * D * 2) dominate, so each block streams
-// one chunk of keys of one kv head with 16-byte loads: D/8 lanes share a key row, THREADS/(D/8)
-// keys are in flight per step and UNROLL steps are issued before any is used (with PREFETCH, the
-// next batch is issued before the current one is computed). The GROUP = NH/KV
+// one chunk of keys of one kv head with 16-byte loads: D/8 lanes share a key row (rounded up to a
+// power of two that tiles the warp: at D = 96, 12 of 16 lanes load and the other 4 add zeros),
+// THREADS/lanes keys are in flight per step and UNROLL steps are issued before any is used (with
+// PREFETCH, the next batch is issued before the current one is computed). The GROUP = NH/KV
 // query heads of a kv head (GQA) are all computed from the same loaded rows. Softmax is online
 // and in fp32, in the exp2 domain (q is pre-scaled by scale * log2 e).
 //
-// The valid length is pos+1 with pos read on the device, so a captured graph replays correctly.
+// The valid keys are 0..pos with pos read on the device, so a captured graph replays correctly; with a
+// sliding window (window > 0) only pos-window+1..pos, and the splits cover only those, so the kernel
+// never reads a key outside the window.
 // Split launch: grid (SPLITS, KV); keys per split are CHUNK or more (when len > CHUNK * SPLITS,
 // rounded up to 16), blocks past the valid length exit at once, and each active block writes its
 // partial max, sum and unnormalized accumulator per query head to the workspace; the combine launch,
@@ -28,7 +31,9 @@
 // need only the position, are worked out before the wait); the block whose keys include the new
 // position does the same for the new key, writes the key and value row to the cache and folds it in
 // from registers. The arithmetic is rope_kv.cuh's, and the rotated rows are rounded
-// to T as the cache stores them, so the result equals the two-kernel path.
+// to T as the cache stores them, so the result equals the two-kernel path. The QK-norm weights are T
+// or f32 (W); with WHOLE_NORM the norms are over each token's whole projection (OLMo-2: the query's
+// NH*D, the key's KV*D), whose sums of squares every block reduces itself after the wait.
 #pragma once
 
 #include "common.cuh"
@@ -36,7 +41,7 @@
 
 namespace ac {
 
-template <typename T>
+template <typename T, typename W = T>
 struct AttentionDecodeParams {
   const T* q;          // [NH, D]: the query, or with the prologue its raw projection
   const T* k;          // [L, KV, D]
@@ -50,12 +55,14 @@ struct AttentionDecodeParams {
   // The prologue's inputs (PROLOGUE only).
   const T* k_new;          // [KV, D] the token's raw key projection
   const T* v_new;          // [KV, D] the token's value row
-  const T* q_norm;         // [D] QK-norm weights, or null without QK-norm
-  const T* k_norm;         // [D]
+  const W* q_norm;         // [D] QK-norm weights ([NH*D] with WHOLE_NORM), or null without QK-norm
+  const W* k_norm;         // [D] ([KV*D] with WHOLE_NORM)
   const float* inv_freq;   // [D/2] RoPE inverse frequencies, or null without RoPE
   float norm_eps;
   T* k_cache;              // = k, written at row pos
   T* v_cache;              // = v
+  float rope_scale = 1.f;  // factor on the RoPE cos and sin
+  int window = 0;          // > 0: query at pos sees keys pos-window+1 .. pos only
 };
 
 constexpr float kAttnNegBig = -3.0e38f;  // start of the running max: finite, so exp2(m - m') is never NaN
@@ -108,6 +115,27 @@ __device__ __forceinline__ int attention_decode_len(const int* pos, int L) {
   return len < L ? len : L;
 }
 
+// The first valid key: 0, or with a sliding window pos - window + 1 (never past len).
+__device__ __forceinline__ int attention_decode_first(int pos, int len, int window) {
+  if (window <= 0) return 0;
+  const int first = pos + 1 - window;
+  return first < 0 ? 0 : first < len ? first : len;
+}
+
+// Lanes that share a key row: D/8 rounded up to a power of two (rope_kv.cuh, rope_row_lanes).
+template <int D>
+__host__ __device__ constexpr int attention_decode_lanes() { return rope_row_lanes(D / 8); }
+
+// Eight weights of a QK-norm as floats, from T or f32 storage (16-byte aligned).
+__device__ __forceinline__ void load_norm8(const float* w, float (&out)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(w), b = *reinterpret_cast<const float4*>(w + 4);
+  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+}
+template <typename W>
+__device__ __forceinline__ void load_norm8(const W* w, float (&out)[8]) {
+  unpack8<W>(load16(w), out);
+}
+
 // Keys per split: CHUNK, or len/SPLITS rounded up to 16 once the splits run out.
 __device__ __forceinline__ int attention_decode_chunk(int len, int chunk_min, int splits) {
   int c = (len + splits - 1) / splits;
@@ -123,34 +151,50 @@ struct RotaryLane {
 };
 
 template <int D>
-__device__ __forceinline__ void rotary_lane(const float* inv_freq, float position, int li, RotaryLane& r) {
+__device__ __forceinline__ void rotary_lane(const float* inv_freq, float position, float scale, int li, RotaryLane& r) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) rope_sincos(position * inv_freq[(li * 8 + e) % (D / 2)], &r.s[e], &r.c[e]);
+  for (int e = 0; e < 8; ++e) {
+    rope_sincos(position * inv_freq[(li * 8 + e) % (D / 2)], &r.s[e], &r.c[e]);
+    r.s[e] *= scale;
+    r.c[e] *= scale;
+  }
 }
 
-// The prologue of one head row, on this lane's 8 dimensions (the D/8 lanes of a row are consecutive
-// in the warp): QK-norm with weights `w` (when `norm`), rotate-half RoPE with the lane's cos/sin (when
-// `rotate`; a dimension's partner half lives kLanes/2 lanes away), then the rounding to T the cache
+// The prologue of one head row, on this lane's 8 dimensions (the lanes of a row are consecutive in
+// the warp; lanes past D/8 hold zeros): QK-norm with weights `w` (when `norm`; over the row, or with
+// WHOLE_NORM by `whole_inv`, 1/rms of the whole projection), rotate-half RoPE with the lane's cos/sin
+// (when `rotate`; a dimension's partner half lives D/16 lanes away), then the rounding to T the cache
 // applies. Every lane of the warp must call it (it shuffles).
-template <typename T, int D>
+template <typename T, int D, bool WHOLE_NORM = false>
 __device__ __forceinline__ void attention_prologue_row(float (&x)[8], const float (&w)[8], bool norm, const RotaryLane& rotary,
-                                                       bool rotate, float eps, int li) {
-  constexpr int kLanes = D / 8;
+                                                       bool rotate, float eps, int li, float whole_inv = 0.f) {
+  constexpr int kLanes = attention_decode_lanes<D>();
+  constexpr int kHalfLanes = D / 16;  // lanes of the first half
   if (norm) {
-    float squares = 0.f;
+    float inv = whole_inv;
+    if constexpr (!WHOLE_NORM) {
+      float squares = 0.f;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) squares += x[e] * x[e];
+      for (int e = 0; e < 8; ++e) squares += x[e] * x[e];
 #pragma unroll
-    for (int offset = kLanes / 2; offset > 0; offset >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
-    const float inv = rsqrtf(squares * (1.f / D) + eps);
+      for (int offset = kLanes / 2; offset > 0; offset >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
+      inv = rsqrtf(squares * (1.f / D) + eps);
+    }
 #pragma unroll
     for (int e = 0; e < 8; ++e) x[e] = w[e] * (x[e] * inv);
   }
   if (rotate) {
-    const bool first_half = li < kLanes / 2;
+    const bool first_half = li < kHalfLanes;
     float partner[8];
+    if constexpr (kLanes == 2 * kHalfLanes) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], kLanes / 2);
+      for (int e = 0; e < 8; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], kHalfLanes);
+    } else {  // padded rows: the partner is not a power of two away
+      const int lane = static_cast<int>(threadIdx.x % 32);
+      const int source = lane - li + (first_half ? li + kHalfLanes : li - kHalfLanes);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) partner[e] = __shfl_sync(0xffffffffu, x[e], source);
+    }
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       x[e] = first_half ? x[e] * rotary.c[e] - partner[e] * rotary.s[e] : x[e] * rotary.c[e] + partner[e] * rotary.s[e];
@@ -159,23 +203,61 @@ __device__ __forceinline__ void attention_prologue_row(float (&x)[8], const floa
   for (int e = 0; e < 8; ++e) x[e] = to_float(from_float<T>(x[e]));
 }
 
+// WHOLE_NORM: 1/rms over the token's whole query projection (q_width elements) and key projection
+// (k_width; 0 where the block has no new key), each sum of squares reduced over the block, so every
+// thread gets both. Called by every thread of the block.
+template <typename T, int THREADS>
+__device__ __forceinline__ void attention_whole_norms(const T* q, int q_width, const T* k, int k_width, float eps, float& q_inv,
+                                                      float& k_inv) {
+  constexpr int kWarps = THREADS / 32;
+  __shared__ float2 partial[kWarps];
+  float sq = 0.f, sk = 0.f;
+  for (int c = threadIdx.x * 8; c < q_width; c += THREADS * 8) {
+    float v[8];
+    unpack8<T>(load16(q + c), v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sq = fmaf(v[e], v[e], sq);
+  }
+  for (int c = threadIdx.x * 8; c < k_width; c += THREADS * 8) {
+    float v[8];
+    unpack8<T>(load16(k + c), v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sk = fmaf(v[e], v[e], sk);
+  }
+  sq = warp_sum(sq);
+  sk = warp_sum(sk);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = make_float2(sq, sk);
+  __syncthreads();
+  sq = 0.f;
+  sk = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    sq += partial[w].x;
+    sk += partial[w].y;
+  }
+  q_inv = rsqrtf(sq / static_cast<float>(q_width) + eps);
+  k_inv = k_width > 0 ? rsqrtf(sk / static_cast<float>(k_width) + eps) : 0.f;
+}
+
 template <typename T, int D, int KV, int GROUP, int THREADS, int UNROLL, bool PREFETCH, int CHUNK, int SPLITS,
-          bool CLUSTER = false, bool PROLOGUE = false>
-__device__ __forceinline__ void attention_decode_split(const AttentionDecodeParams<T>& p) {
-  constexpr int kLanes = D / 8;                // lanes per key row
+          bool CLUSTER = false, bool PROLOGUE = false, bool WHOLE_NORM = false, typename W = T>
+__device__ __forceinline__ void attention_decode_split(const AttentionDecodeParams<T, W>& p) {
+  constexpr int kUsedLanes = D / 8;                          // lanes that load a key row's 16-byte pieces
+  constexpr int kLanes = attention_decode_lanes<D>();        // lanes per key row
   constexpr int kKeysPerStep = THREADS / kLanes;
   constexpr int kWarps = THREADS / 32;
-  static_assert(32 % kLanes == 0 && THREADS % 32 == 0, "key rows must tile a warp");
+  static_assert(32 % kLanes == 0 && THREADS % 32 == 0 && D % 16 == 0, "key rows must tile a warp");
   __shared__ float sm_ml[kWarps][GROUP][2];
   __shared__ __align__(16) float sm_acc[kWarps][GROUP][D];
 
   const int kv_head = blockIdx.y, split = blockIdx.x;
   const int pos = *p.pos;  // written by the previous step: safe to read before the wait
   const int len = attention_decode_len(p.pos, p.L);
-  int begin = 0, end = len;
+  const int first = attention_decode_first(pos, len, p.window);
+  int begin = first, end = len;
   if (SPLITS > 1) {
-    const int chunk = attention_decode_chunk(len, CHUNK, SPLITS);
-    begin = split * chunk;
+    const int chunk = attention_decode_chunk(len - first, CHUNK, SPLITS);
+    begin = first + split * chunk;
     if (begin >= len && !CLUSTER) return;  // the whole block: this split is past the valid keys
     begin = min(begin, len);               // (a cluster block stays for the barriers, with no keys)
     end = min(len, begin + chunk);
@@ -187,10 +269,12 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   const bool has_new = newest >= begin && newest < end;  // block-uniform
 
   const int key_slot = threadIdx.x / kLanes, li = threadIdx.x % kLanes;
+  const bool lane_loads = kUsedLanes == kLanes || li < kUsedLanes;  // padded lanes hold zeros
   constexpr size_t kRowStride = static_cast<size_t>(KV) * D;  // elements between keys
   const T* k_base = p.k + static_cast<size_t>(kv_head) * D + li * 8;
   const T* v_base = p.v + static_cast<size_t>(kv_head) * D + li * 8;
   const float neg_inf = __int_as_float(0xff800000);
+  const uint4 zero16 = make_uint4(0, 0, 0, 0);
 
   // Keys past the cached ones re-read the last cached row (no branch between the loads) and are masked.
   constexpr int kStep = kKeysPerStep * UNROLL;
@@ -198,21 +282,24 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const size_t j = static_cast<size_t>(min(base + u * kKeysPerStep + key_slot, old_end - 1));
-      kr[u] = load_stream16(k_base + j * kRowStride);
-      vr[u] = load_stream16(v_base + j * kRowStride);
+      kr[u] = lane_loads ? load_stream16(k_base + j * kRowStride) : zero16;
+      vr[u] = lane_loads ? load_stream16(v_base + j * kRowStride) : zero16;
     }
   };
   uint4 kr[UNROLL], vr[UNROLL];
   if (begin < old_end) load_step(kr, vr, begin);  // cached rows: in flight before the wait
-  float q_norm_w[8], k_norm_w[8];
+  // QK-norm weights: one row for every head, or with WHOLE_NORM each query head's own.
+  constexpr int kNormRows = WHOLE_NORM ? GROUP : 1;
+  float q_norm_w[kNormRows][8], k_norm_w[8];
   const bool qk_norm = PROLOGUE && p.q_norm != nullptr;
-  if (qk_norm) {
-    unpack8<T>(load16(p.q_norm + li * 8), q_norm_w);
-    unpack8<T>(load16(p.k_norm + li * 8), k_norm_w);
+  if (qk_norm && lane_loads) {
+#pragma unroll
+    for (int g = 0; g < kNormRows; ++g) load_norm8(p.q_norm + (WHOLE_NORM ? (kv_head * GROUP + g) * D : 0) + li * 8, q_norm_w[g]);
+    load_norm8(p.k_norm + (WHOLE_NORM ? kv_head * D : 0) + li * 8, k_norm_w);
   }
   RotaryLane rotary;
   const bool rotate = PROLOGUE && p.inv_freq != nullptr;
-  if (rotate) rotary_lane<D>(p.inv_freq, static_cast<float>(pos), li, rotary);
+  if (rotate) rotary_lane<D>(p.inv_freq, static_cast<float>(pos), p.rope_scale, li, rotary);
   // A cluster's partials meet in block 0's shared memory, which the others may write only once it
   // has started: this arrival (waited on just before those writes) says so, off the critical path.
   if (CLUSTER) cluster_arrive_relaxed();
@@ -223,18 +310,25 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   // The producer's rows (the query, and the newest key and value) are all requested before any is
   // used: one round trip to L2 instead of one per row.
   const size_t newest_row = static_cast<size_t>(newest) * kRowStride;
-  uint4 q_raw[GROUP], k_raw = make_uint4(0, 0, 0, 0), v_newest = make_uint4(0, 0, 0, 0);
+  uint4 q_raw[GROUP], k_raw = zero16, v_newest = zero16;
 #pragma unroll
-  for (int g = 0; g < GROUP; ++g) q_raw[g] = load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8);
-  if (has_new) {
+  for (int g = 0; g < GROUP; ++g) q_raw[g] = lane_loads ? load16(p.q + static_cast<size_t>(kv_head * GROUP + g) * D + li * 8) : zero16;
+  if (has_new && lane_loads) {
     k_raw = load16(PROLOGUE ? p.k_new + static_cast<size_t>(kv_head) * D + li * 8 : k_base + newest_row);
     v_newest = load16(PROLOGUE ? p.v_new + static_cast<size_t>(kv_head) * D + li * 8 : v_base + newest_row);
+  }
+  // WHOLE_NORM: 1/rms of the query's whole projection and, in the block with the new key, of the key's.
+  float q_whole_inv = 0.f, k_whole_inv = 0.f;
+  if constexpr (PROLOGUE && WHOLE_NORM) {
+    if (qk_norm) attention_whole_norms<T, THREADS>(p.q, GROUP * KV * D, p.k_new, has_new ? KV * D : 0, p.norm_eps,
+                                                   q_whole_inv, k_whole_inv);
   }
   float qf[GROUP][8];
 #pragma unroll
   for (int g = 0; g < GROUP; ++g) {
     unpack8<T>(q_raw[g], qf[g]);
-    if (PROLOGUE) attention_prologue_row<T, D>(qf[g], q_norm_w, qk_norm, rotary, rotate, p.norm_eps, li);
+    if (PROLOGUE)
+      attention_prologue_row<T, D, WHOLE_NORM>(qf[g], q_norm_w[WHOLE_NORM ? g : 0], qk_norm, rotary, rotate, p.norm_eps, li, q_whole_inv);
 #pragma unroll
     for (int e = 0; e < 8; ++e) qf[g][e] *= p.scale_log2;
   }
@@ -245,8 +339,8 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   if (has_new) {
     const size_t row = newest_row;
     if (PROLOGUE) {
-      attention_prologue_row<T, D>(k_newest, k_norm_w, qk_norm, rotary, rotate, p.norm_eps, li);
-      if (key_slot == 0) {
+      attention_prologue_row<T, D, WHOLE_NORM>(k_newest, k_norm_w, qk_norm, rotary, rotate, p.norm_eps, li, k_whole_inv);
+      if (key_slot == 0 && lane_loads) {
         alignas(16) T k_row[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) k_row[e] = from_float<T>(k_newest[e]);
@@ -381,7 +475,7 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
       m[g] = m_new;
     }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane < kLanes) {
+  if (lane < kUsedLanes) {
 #pragma unroll
     for (int g = 0; g < GROUP; ++g) {
       float4* dst = reinterpret_cast<float4*>(&sm_acc[warp][g][li * 8]);
@@ -454,8 +548,8 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
 
 // Combine: grid (NH, D/32), 128 threads. Each block rescales the active splits of one head for 32
 // dims: 8 lanes of float4 per split row, 16 split rows in flight.
-template <typename T, int D, int CHUNK, int SPLITS>
-__device__ __forceinline__ void attention_decode_combine(const AttentionDecodeParams<T>& p) {
+template <typename T, int D, int CHUNK, int SPLITS, typename W = T>
+__device__ __forceinline__ void attention_decode_combine(const AttentionDecodeParams<T, W>& p) {
   constexpr int kThreads = 128, kCols = 32, kRowsInFlight = kThreads / (kCols / 4);
   __shared__ float weight[SPLITS];
   __shared__ float scratch[kThreads / 32];
@@ -464,8 +558,9 @@ __device__ __forceinline__ void attention_decode_combine(const AttentionDecodePa
   wait_for_producer_grid();  // the partials of the split launch
   launch_dependent_grids();
   const int len = attention_decode_len(p.pos, p.L);
-  const int chunk = attention_decode_chunk(len, CHUNK, SPLITS);
-  const int splits = (len + chunk - 1) / chunk;
+  const int keys = len - attention_decode_first(*p.pos, len, p.window);
+  const int chunk = attention_decode_chunk(keys, CHUNK, SPLITS);
+  const int splits = (keys + chunk - 1) / chunk;
   const float* ml = p.partial_ml + static_cast<size_t>(head) * SPLITS * 2;  // [SPLITS, 2]
 
   float m_all = kAttnNegBig;

@@ -1,6 +1,7 @@
-// Prefill attention family: o[t, h] = softmax(scale * q[t, h] · K[0 .. pos+t, h/G]ᵀ) · V[0 .. pos+t, h/G]
+// Prefill attention family: o[t, h] = softmax(scale * q[t, h] · K[f .. pos+t, h/G]ᵀ) · V[f .. pos+t, h/G]
 // for T queries at absolute positions pos .. pos+T-1 over a KV cache that already holds rows
-// [0, pos+T) (causal with a position offset, GQA with G = NH/KV query heads per KV head).
+// [0, pos+T) (causal with a position offset, GQA with G = NH/KV query heads per KV head); f is 0, or
+// with a sliding window (window > 0) max(0, pos+t-window+1).
 //
 // attention_prefill_mma (FlashAttention-2): a block owns BLOCK_M query rows of one head, each warp
 // 16 or 32 of them. Q is staged once and held in registers as mma A-fragments; K/V tiles of BLOCK_N keys
@@ -9,9 +10,11 @@
 // S = Q·Kᵀ and O += P·V run on mma.sync m16n8k16 with fp32 accumulators; the online softmax keeps a
 // running max and sum per row in fp32, and P is rounded to the activation dtype in registers, where
 // the S accumulator layout already is the A-fragment layout of the P·V product. Key tiles past the
-// block's last visible key are never loaded; only tiles that cross the causal diagonal are masked;
-// a warp skips the compute of a tile no row of its own can see. Blocks are issued heaviest first
-// (the last query tiles see the most keys) so the causal imbalance does not leave a tail.
+// block's last visible key are never loaded, nor with a window the tiles before its first row's first
+// key; only tiles that cross the causal diagonal or a window's lower edge are masked; a warp skips the
+// compute of a tile no row of its own can see. Blocks are issued heaviest first (the last query tiles
+// see the most keys) so the causal imbalance does not leave a tail. D = 96 rows sit in shared memory
+// at a pitch of 128 (the swizzle needs 8 chunks per row group; chunks 12..15 are never read).
 //
 // attention_prefill_simt: the obviously-correct fallback, one warp per query row, an fp32 online
 // softmax over the keys one at a time (a warp reduction per key). Also a fair choice for tiny T.
@@ -30,6 +33,7 @@ struct AttentionPrefillParams {
   const int* pos;  // [] first position of the call, read on the device
   int tokens;  // T
   float scale;
+  int window = 0;  // > 0: query t sees keys pos+t-window+1 .. pos+t only
 };
 
 namespace flash {
@@ -94,28 +98,35 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
+// The shared-memory pitch of a D-wide row: D, or the next power of two where D/8 chunks are not a
+// multiple of 8 (D = 96: 128), so every row group of 8 spans whole swizzle periods.
+template <int D>
+__host__ __device__ constexpr int smem_pitch() { return D % 64 == 0 ? D : D <= 128 ? 128 : 256; }
+
 // Rows [0, ROWS) of a tile whose row r starts at base + r * STRIDE; rows >= valid are zero-filled
 // (their source clamped to row 0, which always exists). A thread copies the same chunk of rows
 // r0, r0 + kRowsPerPass, ...; kRowsPerPass is a multiple of 8, so all share one swizzle and every
-// address is the first one plus a constant.
-template <typename T, int ROWS, int D, int THREADS, int STRIDE>
+// address is the first one plus a constant. With a padded pitch (DP > D), the threads of the padding
+// chunks copy nothing: those chunks are never read.
+template <typename T, int ROWS, int D, int THREADS, int STRIDE, int DP = D>
 __device__ __forceinline__ void load_tile(T* tile, const T* base, int valid) {
-  constexpr int kChunks = D / 8;
+  constexpr int kChunks = DP / 8;
   constexpr int kRowsPerPass = THREADS / kChunks;
   static_assert(THREADS % kChunks == 0 && kRowsPerPass % 8 == 0 && ROWS % kRowsPerPass == 0, "tile rows per pass");
   const int r0 = static_cast<int>(threadIdx.x) / kChunks, chunk = static_cast<int>(threadIdx.x) % kChunks;
-  T* dst = tile + swizzle<D>(r0, chunk);
+  if (DP != D && chunk >= D / 8) return;
+  T* dst = tile + swizzle<DP>(r0, chunk);
   const T* src = base + r0 * STRIDE + chunk * 8;
 #pragma unroll
   for (int i = 0; i < ROWS / kRowsPerPass; ++i) {
     const bool ok = r0 + i * kRowsPerPass < valid;
-    cp_async16(smem_u32(dst + i * kRowsPerPass * D), ok ? src + static_cast<size_t>(i) * kRowsPerPass * STRIDE : base, ok);
+    cp_async16(smem_u32(dst + i * kRowsPerPass * DP), ok ? src + static_cast<size_t>(i) * kRowsPerPass * STRIDE : base, ok);
   }
 }
 
 }  // namespace flash
 
-// Dynamic shared memory: (BLOCK_M + 2 * STAGES * BLOCK_N) * D elements. Grid: x = ceil(T / BLOCK_M),
+// Dynamic shared memory: (BLOCK_M + 2 * STAGES * BLOCK_N) * smem_pitch<D>() elements. Grid: x = ceil(T / BLOCK_M),
 // y = NH; block: WARPS warps of BLOCK_M / WARPS rows (16 or 32: one or two m16 tiles, the second
 // reusing every K/V fragment the warp loads, which halves shared-memory reads per mma).
 template <typename T, int D, int NH, int KV, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
@@ -127,14 +138,15 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
   constexpr int kNT = BLOCK_N / 8;  // n-tiles of S
   constexpr int kPV = BLOCK_N / 16; // k-steps of O += P·V
   constexpr int kDT = D / 8;        // n-tiles of O
+  constexpr int DP = flash::smem_pitch<D>();  // shared-memory row pitch
   static_assert(D % 16 == 0 && D / 8 >= 8, "D: a multiple of 16, at least 64 (swizzle span)");
   static_assert(kMT >= 1 && kWarpRows * WARPS == BLOCK_M && BLOCK_N % 16 == 0 && STAGES >= 2, "tile shape");
   static_assert(NH % KV == 0, "GQA: query heads a multiple of KV heads");
 
   extern __shared__ __align__(128) unsigned char smem[];
-  T* q_tile = reinterpret_cast<T*>(smem);        // [BLOCK_M, D]
-  T* k_ring = q_tile + BLOCK_M * D;              // [STAGES, BLOCK_N, D]
-  T* v_ring = k_ring + STAGES * BLOCK_N * D;     // [STAGES, BLOCK_N, D]
+  T* q_tile = reinterpret_cast<T*>(smem);        // [BLOCK_M, DP]
+  T* k_ring = q_tile + BLOCK_M * DP;             // [STAGES, BLOCK_N, DP]
+  T* v_ring = k_ring + STAGES * BLOCK_N * DP;    // [STAGES, BLOCK_N, DP]
 
   // Heaviest query tiles first, every head of one tile next to each other (GQA heads share K/V in L2).
   const int linear = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
@@ -146,22 +158,26 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int group = lane / 4, quad_lane = lane % 4;  // mma fragment coordinates
   const int n_keys = pos + min(q_start + BLOCK_M, tokens);  // keys any row of this block sees
+  const int window = p.window;
+  // With a window, tiles before the one holding the block's first row's first key are never needed.
+  const int first_tile = window > 0 ? max(0, pos + q_start - window + 1) / BLOCK_N : 0;
   const int n_tiles = (n_keys + BLOCK_N - 1) / BLOCK_N;
 
+  // Tiles first_tile, first_tile + 1, ...; the i-th of them goes to ring slot i % STAGES.
   auto load_kv = [&](int tile) {
     const int key0 = tile * BLOCK_N;
     const size_t offset = (static_cast<size_t>(key0) * KV + kv_head) * D;
-    const int slot = tile % STAGES;
-    flash::load_tile<T, BLOCK_N, D, kThreads, KV * D>(k_ring + slot * BLOCK_N * D, p.k + offset, n_keys - key0);
-    flash::load_tile<T, BLOCK_N, D, kThreads, KV * D>(v_ring + slot * BLOCK_N * D, p.v + offset, n_keys - key0);
+    const int slot = (tile - first_tile) % STAGES;
+    flash::load_tile<T, BLOCK_N, D, kThreads, KV * D, DP>(k_ring + slot * BLOCK_N * DP, p.k + offset, n_keys - key0);
+    flash::load_tile<T, BLOCK_N, D, kThreads, KV * D, DP>(v_ring + slot * BLOCK_N * DP, p.v + offset, n_keys - key0);
   };
 
-  flash::load_tile<T, BLOCK_M, D, kThreads, NH * D>(q_tile, p.q + (static_cast<size_t>(q_start) * NH + head) * D,
-                                                    tokens - q_start);
+  flash::load_tile<T, BLOCK_M, D, kThreads, NH * D, DP>(q_tile, p.q + (static_cast<size_t>(q_start) * NH + head) * D,
+                                                        tokens - q_start);
   cp_async_commit();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < n_tiles) load_kv(s);
+    if (first_tile + s < n_tiles) load_kv(first_tile + s);
     cp_async_commit();  // empty groups keep the count uniform
   }
   cp_async_wait<STAGES - 1>();  // the Q group
@@ -174,7 +190,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int kk = 0; kk < kQK; ++kk)
-      flash::ldmatrix_x4(q_frag[mt][kk], smem_u32(q_tile + flash::swizzle<D>(row0 + 16 * mt + lane % 16, 2 * kk + lane / 16)));
+      flash::ldmatrix_x4(q_frag[mt][kk], smem_u32(q_tile + flash::swizzle<DP>(row0 + 16 * mt + lane % 16, 2 * kk + lane / 16)));
 
   float o[kMT][kDT][4];
   float row_max[kMT][2], row_sum[kMT][2];  // rows group and group + 8 of each m-tile; max of raw scores,
@@ -187,15 +203,20 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
   }
   const float scale_log2 = p.scale * 1.4426950408889634f;
 
-  for (int n = 0; n < n_tiles; ++n) {
+  // Keys of the warp's rows: its first row sees the lowest window edge, its last row the highest.
+  const int warp_first_key = window > 0 ? pos + t_first - window + 1 : 0;
+  const int warp_edge = window > 0 ? pos + t_first + kWarpRows - 1 - window + 1 : 0;
+  for (int n = first_tile; n < n_tiles; ++n) {
     if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1);
     cp_async_commit();
     cp_async_wait<STAGES - 1>();  // tile n has landed
     __syncthreads();
     const int key0 = n * BLOCK_N;
-    if (t_first < tokens && key0 <= pos + t_first + kWarpRows - 1) {  // else no row of this warp sees the tile
-      const T* k_tile = k_ring + (n % STAGES) * BLOCK_N * D;
-      const T* v_tile = v_ring + (n % STAGES) * BLOCK_N * D;
+    const int slot = (n - first_tile) % STAGES;
+    // Else no row of this warp sees the tile: it is past the diagonal or before the window.
+    if (t_first < tokens && key0 <= pos + t_first + kWarpRows - 1 && key0 + BLOCK_N - 1 >= warp_first_key) {
+      const T* k_tile = k_ring + slot * BLOCK_N * DP;
+      const T* v_tile = v_ring + slot * BLOCK_N * DP;
 
       float s[kMT][kNT][4];
 #pragma unroll
@@ -208,7 +229,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
         for (int nt = 0; nt < kNT; nt += 2) {
           // x4: keys nt*8+0..7 | d 16kk+0..7, +8..15; then keys nt*8+8..15 likewise (two n-tiles' B).
           unsigned b[4];
-          flash::ldmatrix_x4(b, smem_u32(k_tile + flash::swizzle<D>(nt * 8 + lane % 8 + (lane / 16) * 8, 2 * kk + (lane / 8) % 2)));
+          flash::ldmatrix_x4(b, smem_u32(k_tile + flash::swizzle<DP>(nt * 8 + lane % 8 + (lane / 16) * 8, 2 * kk + (lane / 8) % 2)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             flash::mma16816<T>(s[mt][nt], q_frag[mt][kk], b[0], b[1]);
@@ -217,7 +238,8 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
         }
       }
 
-      if (key0 + BLOCK_N - 1 > pos + t_first) {  // the tile crosses the diagonal of this warp's rows
+      // The tile crosses the diagonal of this warp's rows, or a window's lower edge.
+      if (key0 + BLOCK_N - 1 > pos + t_first || key0 < warp_edge) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -226,7 +248,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
             for (int e = 0; e < 4; ++e) {
               const int key = key0 + nt * 8 + 2 * quad_lane + (e & 1);
               const int t = t_first + 16 * mt + group + (e >> 1) * 8;
-              if (key > pos + t) s[mt][nt][e] = flash::neg_inf();
+              if (key > pos + t || (window > 0 && key < pos + t - window + 1)) s[mt][nt][e] = flash::neg_inf();
             }
       }
 
@@ -273,7 +295,7 @@ __device__ __forceinline__ void attention_prefill_mma(const AttentionPrefillPara
         for (int dt = 0; dt < kDT; dt += 2) {
           // x4.trans: keys 16kk+0..7, +8..15 | d 8dt..8dt+7; then d 8dt+8..8dt+15 likewise (two n-tiles' B).
           unsigned b[4];
-          flash::ldmatrix_x4_trans(b, smem_u32(v_tile + flash::swizzle<D>(16 * kk + lane % 8 + ((lane / 8) % 2) * 8, dt + lane / 16)));
+          flash::ldmatrix_x4_trans(b, smem_u32(v_tile + flash::swizzle<DP>(16 * kk + lane % 8 + ((lane / 8) % 2) * 8, dt + lane / 16)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             flash::mma16816<T>(o[mt][dt], a[mt], b[0], b[1]);
@@ -311,7 +333,8 @@ __device__ __forceinline__ void attention_prefill_simt(const AttentionPrefillPar
   const int t = static_cast<int>(blockIdx.x) * WARPS + static_cast<int>(threadIdx.x) / 32;
   const int head = static_cast<int>(blockIdx.y);
   if (t >= p.tokens) return;
-  const int keys = *p.pos + t + 1;  // keys 0 .. pos+t
+  const int keys = *p.pos + t + 1;  // keys first .. pos+t
+  const int first = p.window > 0 ? max(0, keys - p.window) : 0;
   const int kv_head = head / (NH / KV);
 
   const T* q = p.q + (static_cast<size_t>(t) * NH + head) * D + lane * kPerLane;  // this lane's dims
@@ -322,7 +345,7 @@ __device__ __forceinline__ void attention_prefill_simt(const AttentionPrefillPar
     acc[e] = 0.f;
   }
   float running_max = flash::neg_inf(), running_sum = 0.f;
-  for (int j = 0; j < keys; ++j) {
+  for (int j = first; j < keys; ++j) {
     const size_t row = (static_cast<size_t>(j) * KV + kv_head) * D + lane * kPerLane;
     float score = 0.f;
 #pragma unroll

@@ -1,11 +1,12 @@
 // Reference attention family: the conservative kernel every attention region can fall back to,
 // prefill (T queries, chunked: pos may be > 0) and decode (one query) alike.
 //
-//   o[t, h] = softmax(scale * q[t, h] · K[0 .. pos+t, h/G]ᵀ) · V[0 .. pos+t, h/G]
+//   o[t, h] = softmax(scale * q[t, h] · K[first .. pos+t, h/G]ᵀ) · V[first .. pos+t, h/G]
 //
 // for queries at absolute positions pos .. pos+T-1 over a [L, KV, D] cache that already holds rows
-// [0, pos+T) (causal with a position offset, GQA with G = NH/KV query heads per kv head), exactly as
-// the reference interpreter computes it (ir/interpreter_ops.cpp, `attention`).
+// [0, pos+T) (causal with a position offset, GQA with G = NH/KV query heads per kv head), where
+// first is 0, or max(0, pos+t-window+1) with a sliding window, exactly as the reference interpreter
+// computes it (ir/interpreter_ops.cpp, `attention`).
 //
 // One block per (query row, head): grid (T, NH). The block stages its scaled query row in shared
 // memory, then streams the visible keys in tiles of TILE rows of K and V:
@@ -39,6 +40,7 @@ struct AttentionReferenceParams {
   int tokens;      // T: query rows of the call
   int L;           // rows allocated in the cache; keys past it are never read
   float scale;     // softmax scale (the attention op's `scale` attribute)
+  int window = 0;  // > 0: query t sees only keys pos+t-window+1 .. pos+t (sliding window)
 };
 
 namespace reference {
@@ -140,8 +142,9 @@ __device__ __forceinline__ void attend(const AttentionReferenceParams<T>& p, con
   const int head = static_cast<int>(blockIdx.y);
   if (t >= p.tokens) return;  // the whole block, before any barrier
   const int kv_head = head / kGroup;
-  int keys = *p.pos + t + 1;  // causal: keys 0 .. pos+t
+  int keys = *p.pos + t + 1;  // causal: keys first .. pos+t
   if (keys > p.L) keys = p.L;
+  const int first = p.window > 0 ? max(0, min(keys, *p.pos + t + 1 - p.window)) : 0;
 
   const T* q = p.q + (static_cast<size_t>(t) * NH + head) * D;  // [D]
   for (int d = tid; d < D; d += THREADS) s.q[d] = to_float(q[d]) * p.scale;
@@ -154,7 +157,7 @@ __device__ __forceinline__ void attend(const AttentionReferenceParams<T>& p, con
   using Loader = typename Select<VECTOR, TileLoader<T, D, THREADS, TILE>, NoLoader>::type;
   Loader tile;
   if constexpr (VECTOR) {
-    if (keys > 0) tile.load(k_head, v_head, kRowStride, 0, min(TILE, keys));
+    if (keys > first) tile.load(k_head, v_head, kRowStride, first, min(TILE, keys - first));
   }
 
   float running_max = kNegBig, running_sum = 0.f;
@@ -163,7 +166,7 @@ __device__ __forceinline__ void attend(const AttentionReferenceParams<T>& p, con
   for (int e = 0; e < kDimsPerThread; ++e) acc[e] = 0.f;
   const int key_lane = tid % kKeyLanes, key_slot = tid / kKeyLanes;
 
-  for (int base = 0; base < keys; base += TILE) {
+  for (int base = first; base < keys; base += TILE) {
     const int n = min(TILE, keys - base);  // keys in this tile
     if constexpr (VECTOR)
       tile.store(s.k, s.v, n);

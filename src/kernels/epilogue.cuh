@@ -1,8 +1,10 @@
 // Elementwise epilogues that follow library GEMMs (the cuBLAS fallback of matmul regions):
-// bias add over up to three row segments, residual add, and SiLU(gate)·up from fp32 GEMM results.
+// bias add over up to three row segments, residual add, and act(gate)·up from fp32 GEMM results
+// (act SiLU or GELU, activation.cuh).
 // One thread per output element; T*N elements in [T, N] row-major order.
 #pragma once
 
+#include "activation.cuh"
 #include "common.cuh"
 
 namespace ac {
@@ -20,7 +22,7 @@ struct EpilogueParams {
 
 enum EpilogueKind { kEpilogueBias = 0, kEpilogueResidual = 1, kEpilogueGateUp = 2 };
 
-template <typename T, typename OutT, int KIND>
+template <typename T, typename OutT, int KIND, int ACT = kActSilu>
 __device__ __forceinline__ void epilogue(const EpilogueParams<T, OutT>& p) {
   const long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= p.elements) return;
@@ -31,7 +33,7 @@ __device__ __forceinline__ void epilogue(const EpilogueParams<T, OutT>& p) {
     float g = p.gate[e], u = p.up[e];
     if (p.bias[0]) g += to_float(p.bias[0][col]);
     if (p.bias[1]) u += to_float(p.bias[1][col]);
-    p.y[0][e] = from_float<OutT>(silu(g) * u);
+    p.y[0][e] = from_float<OutT>(gate_activation<ACT>(g) * u);
     return;
   }
   int seg = 0;

@@ -15,11 +15,13 @@
 // Bounds: rows past M are zero-filled on load and masked on store; columns past a segment's end
 // likewise (N % 8 == 0 is required, so a column pair never straddles the edge); K % BLOCK_K == 0.
 // Epilogues: plain (optionally + bias, any output dtype: the lm_head cast), residual add, gate/up
-// SiLU·mul (both weight tiles are computed by the same warp and combined in registers), and
+// act·mul (act SiLU or GELU, activation.cuh; both weight tiles are computed by the same warp and
+// combined in registers), and
 // multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N; every segment
 // but the last is a multiple of BLOCK_N so that a block stays inside one segment).
 #pragma once
 
+#include "activation.cuh"
 #include "common.cuh"
 
 namespace ac {
@@ -92,7 +94,7 @@ template <> __device__ __forceinline__ void store2<__nv_bfloat16>(__nv_bfloat16*
 
 // Writes columns (col, col + 1) of row `row` (segment-local; the caller checked both bounds).
 // v[m] holds the two accumulators of weight matrix m.
-template <typename T, typename OutT, int EPILOGUE>
+template <typename T, typename OutT, int EPILOGUE, int ACT = kActSilu>
 __device__ __forceinline__ void gemm_store_pair(const GemmParams<T, OutT>& p, const GemmSegment<T, OutT>& s, int row,
                                                 int col, const float2 (&v)[EPILOGUE == kGemmGateUp ? 2 : 1]) {
   float x = v[0].x, y = v[0].y;
@@ -108,8 +110,8 @@ __device__ __forceinline__ void gemm_store_pair(const GemmParams<T, OutT>& p, co
       ux += b.x;
       uy += b.y;
     }
-    x = silu(x) * ux;
-    y = silu(y) * uy;
+    x = gate_activation<ACT>(x) * ux;
+    y = gate_activation<ACT>(y) * uy;
   }
   const size_t at = static_cast<size_t>(row) * s.cols + col;
   if constexpr (EPILOGUE == kGemmResidual) {
@@ -166,7 +168,7 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * BK + ((chunk ^ swizzle_key<BK>(row)) << 3);
 }
 
-template <typename T, typename OutT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int EPILOGUE>
+template <typename T, typename OutT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int EPILOGUE, int ACT = kActSilu>
 __device__ __forceinline__ void gemm_mma(const GemmParams<T, OutT>& p) {
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int kMats = EPILOGUE == kGemmGateUp ? 2 : 1;
@@ -337,14 +339,14 @@ __device__ __forceinline__ void gemm_mma(const GemmParams<T, OutT>& p) {
         float2 v[kMats];
 #pragma unroll
         for (int m = 0; m < kMats; ++m) v[m] = make_float2(acc[m][i][j][2 * h], acc[m][i][j][2 * h + 1]);
-        gemm_store_pair<T, OutT, EPILOGUE>(p, seg, row, col, v);
+        gemm_store_pair<T, OutT, EPILOGUE, ACT>(p, seg, row, col, v);
       }
     }
 }
 
 // The fallback: fp32 FMA over shared tiles. (BM / TM) x (BN / TN) threads, each owning TM x TN
 // outputs per weight matrix; tiles are stored k-major so a thread's TM (TN) operands are adjacent.
-template <typename T, typename OutT, int BM, int BN, int BK, int TM, int TN, int EPILOGUE>
+template <typename T, typename OutT, int BM, int BN, int BK, int TM, int TN, int EPILOGUE, int ACT = kActSilu>
 __device__ __forceinline__ void gemm_simt(const GemmParams<T, OutT>& p) {
   constexpr int kThreads = (BM / TM) * (BN / TN);
   constexpr int kMats = EPILOGUE == kGemmGateUp ? 2 : 1;
@@ -406,7 +408,7 @@ __device__ __forceinline__ void gemm_simt(const GemmParams<T, OutT>& p) {
       float2 v[kMats];
 #pragma unroll
       for (int m = 0; m < kMats; ++m) v[m] = make_float2(acc[m][i][j], acc[m][i][j + 1]);
-      gemm_store_pair<T, OutT, EPILOGUE>(p, seg, row, col, v);
+      gemm_store_pair<T, OutT, EPILOGUE, ACT>(p, seg, row, col, v);
     }
   }
 }

@@ -10,23 +10,26 @@
 // residual row and the second batch right after the wait, before x is staged. The kernel lets the next
 // one launch before its own wait, so that one's weight loads start as early as SM room allows
 // (Qwen3-1.7B decode on an H200: 1.069 -> 1.056 ms/token).
-// Epilogues: plain (optionally + bias), residual add, gate/up SiLU·mul (two weight matrices read
-// together), multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N).
+// Epilogues: plain (optionally + bias), residual add, gate/up act·mul (two weight matrices read
+// together; act SiLU or GELU, activation.cuh), multi-segment rows (fused QKV: up to 3
+// weights/biases/outputs addressed as one N).
 // Prologue (NORM): x is the input of an RMSNorm that the block applies while staging it, in the
 // unfused kernel's arithmetic (fp32 sum of squares, norm_w * (x * rsqrt(mean + eps)), rounded to T),
-// so the normalized row never goes through memory and its kernel launch disappears.
+// so the normalized row never goes through memory and its kernel launch disappears. The norm weights
+// are T or f32 (W: Gemma's 1 + w).
 #pragma once
 
+#include "activation.cuh"
 #include "common.cuh"
 
 namespace ac {
 
 enum GemvEpilogue { kGemvPlain = 0, kGemvResidual = 1, kGemvGateUp = 2 };
 
-template <typename T, typename OutT>
+template <typename T, typename OutT, typename W = T>
 struct GemvParams {
   const T* x;              // [K]
-  const T* norm_w;         // [K] RMSNorm weight when the prologue is on
+  const W* norm_w;         // [K] RMSNorm weight when the prologue is on
   float norm_eps;
   const T* residual;       // [N] for kGemvResidual
   const T* w[3];           // segment weights [N_s, K]; for kGemvGateUp: w[0] gate, w[1] up
@@ -55,24 +58,39 @@ __device__ __forceinline__ int gemv_segment(const int (&rows)[3], int& row) {
 
 // Stages x (or RMSNorm(x) with NORM) into shared memory. With NORM, each thread keeps its 16-byte
 // chunks of x in registers between the two passes (only the block sum needs a barrier), and the norm
-// weights were loaded before the producer wait (load_norm_weights). Ends with the block's barrier.
-template <typename T, int THREADS, int KMAX>
+// weights were loaded before the producer wait (load_norm_weights): 8 of them per chunk of x, in
+// one 16-byte piece of T or two of f32. Ends with the block's barrier.
+template <typename W, int THREADS, int KMAX>
 struct GemvNormWeights {
-  static constexpr int kChunks = (KMAX + THREADS * 8 - 1) / (THREADS * 8);  // 16-byte chunks per thread
-  uint4 w[kChunks];
+  static constexpr int kChunks = (KMAX + THREADS * 8 - 1) / (THREADS * 8);  // chunks of 8 elements per thread
+  static constexpr int kPieces = sizeof(W) == 4 ? 2 : 1;                      // 16-byte pieces per chunk
+  uint4 w[kChunks][kPieces];
+
+  __device__ __forceinline__ void unpack(int c, float (&out)[8]) const {
+    if constexpr (kPieces == 2) {
+      const float* f = reinterpret_cast<const float*>(w[c]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) out[e] = f[e];
+    } else {
+      unpack8<W>(w[c][0], out);
+    }
+  }
 };
 
-template <typename T, typename OutT, int THREADS, int KMAX>
-__device__ __forceinline__ void load_norm_weights(const GemvParams<T, OutT>& p, GemvNormWeights<T, THREADS, KMAX>& nw) {
+template <typename T, typename OutT, typename W, int THREADS, int KMAX>
+__device__ __forceinline__ void load_norm_weights(const GemvParams<T, OutT, W>& p, GemvNormWeights<W, THREADS, KMAX>& nw) {
+  using Weights = GemvNormWeights<W, THREADS, KMAX>;
 #pragma unroll
-  for (int c = 0; c < GemvNormWeights<T, THREADS, KMAX>::kChunks; ++c) {
+  for (int c = 0; c < Weights::kChunks; ++c) {
     const int i = (c * THREADS + threadIdx.x) * 8;
-    if (i < p.K) nw.w[c] = load16(p.norm_w + i);
+    if (i < p.K)
+#pragma unroll
+      for (int piece = 0; piece < Weights::kPieces; ++piece) nw.w[c][piece] = load16(p.norm_w + i + piece * 4);
   }
 }
 
-template <typename T, typename OutT, int THREADS, int KMAX, bool NORM>
-__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, const GemvNormWeights<T, THREADS, KMAX>& nw, T* xs) {
+template <typename T, typename OutT, typename W, int THREADS, int KMAX, bool NORM>
+__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT, W>& p, const GemvNormWeights<W, THREADS, KMAX>& nw, T* xs) {
   constexpr int kVec = 8;
   const int K = p.K;
   if (!NORM) {
@@ -81,7 +99,7 @@ __device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, const
     __syncthreads();
     return;
   }
-  constexpr int kChunks = GemvNormWeights<T, THREADS, KMAX>::kChunks;
+  constexpr int kChunks = GemvNormWeights<W, THREADS, KMAX>::kChunks;
   __shared__ float scratch[THREADS / 32];
   uint4 raw[kChunks];
   float squares = 0.f;
@@ -102,7 +120,7 @@ __device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, const
     if (i >= K) continue;
     float xf[8], wf[8];
     unpack8<T>(raw[c], xf);
-    unpack8<T>(nw.w[c], wf);
+    nw.unpack(c, wf);
     alignas(16) T out[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) out[e] = from_float<T>(wf[e] * (xf[e] * inv_rms));
@@ -111,8 +129,9 @@ __device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT>& p, const
   __syncthreads();
 }
 
-template <typename T, typename OutT, int THREADS, int ROWS, int UNROLL, int SPLIT, int EPILOGUE, int KMAX, bool NORM = false>
-__device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
+template <typename T, typename OutT, int THREADS, int ROWS, int UNROLL, int SPLIT, int EPILOGUE, int KMAX, bool NORM = false,
+          int ACT = kActSilu, typename W = T>
+__device__ __forceinline__ void gemv(const GemvParams<T, OutT, W>& p) {
   constexpr int kVec = 8;
   constexpr int kWarps = THREADS / 32;
   constexpr int kRowWarps = kWarps / SPLIT;       // warps that own distinct rows
@@ -166,8 +185,8 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   };
   bool have = batch_fits(k);
   if (have) load_batch(cur, k);
-  GemvNormWeights<T, THREADS, KMAX> norm_weights;
-  if (NORM) load_norm_weights<T, OutT, THREADS, KMAX>(p, norm_weights);
+  GemvNormWeights<W, THREADS, KMAX> norm_weights;
+  if (NORM) load_norm_weights<T, OutT, W, THREADS, KMAX>(p, norm_weights);
 
   // The epilogue's biases are weights too: loaded here, not after the reduction.
   float bias_v[ROWS][kMats];
@@ -210,7 +229,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
   uint4 nxt[UNROLL][ROWS][kMats];
   if (have_next) load_batch(nxt, next);
 
-  gemv_stage_x<T, OutT, THREADS, KMAX, NORM>(p, norm_weights, xs);
+  gemv_stage_x<T, OutT, W, THREADS, KMAX, NORM>(p, norm_weights, xs);
 
   while (have) {
 #pragma unroll
@@ -286,7 +305,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT>& p) {
     if (EPILOGUE == kGemvGateUp) {
       const float gate = acc[r][0] + bias_v[r][0];
       const float up = acc[r][kMats - 1] + bias_v[r][kMats - 1];
-      p.y[0][row] = from_float<OutT>(silu(gate) * up);
+      p.y[0][row] = from_float<OutT>(gate_activation<ACT>(gate) * up);
       continue;
     }
     const int seg = gemv_segment(p.rows, row);

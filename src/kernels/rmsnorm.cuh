@@ -48,19 +48,20 @@ __device__ __forceinline__ void rmsnorm_rows(const Program& prog, long long rows
 }
 
 // The plain region (one rmsnorm, x, w and y of one dtype): a fixed program over a typed params struct.
-template <typename T>
+// The weights may also be f32 with 16-bit x (W; the cuBLAS fallback's norm prologue for Gemma's 1 + w).
+template <typename T, typename W = T>
 struct RmsNormParams {
   const T* x;  // [rows, H]
-  const T* w;  // [H]
+  const W* w;  // [H]
   T* y;        // [rows, H]
   long long rows;
   float eps;
 };
 
-template <typename T, int H, int VEC>
+template <typename T, int H, int VEC, typename W = T>
 struct RmsNormProgram {
   const T* x;
-  const T* w;
+  const W* w;
   T* y;
   struct Chunk {
     float x[VEC];
@@ -68,7 +69,7 @@ struct RmsNormProgram {
   };
   __device__ __forceinline__ void load(long long row, int col, Chunk& c) const {
     load_vec<T, VEC>(x + row * H + col, c.x);
-    load_vec<T, VEC>(w + col, c.w);
+    load_vec<W, VEC>(w + col, c.w);
   }
   __device__ __forceinline__ void pre(long long, int, Chunk&) const {}
   __device__ __forceinline__ void post(long long row, int col, const Chunk& c, const RowStats& s) const {
@@ -79,9 +80,9 @@ struct RmsNormProgram {
   }
 };
 
-template <typename T, int H, int TPR, int VEC, int ROWS>
-__device__ __forceinline__ void rmsnorm(const RmsNormParams<T>& p) {
-  rmsnorm_rows<H, TPR, VEC, ROWS>(RmsNormProgram<T, H, VEC>{p.x, p.w, p.y}, p.rows, p.eps);
+template <typename T, int H, int TPR, int VEC, int ROWS, typename W = T>
+__device__ __forceinline__ void rmsnorm(const RmsNormParams<T, W>& p) {
+  rmsnorm_rows<H, TPR, VEC, ROWS>(RmsNormProgram<T, H, VEC, W>{p.x, p.w, p.y}, p.rows, p.eps);
 }
 
 }  // namespace ac

@@ -2,14 +2,19 @@
 // in one pass over q, k and v.
 //
 // A region is up to three streams (q, k, v as the analyzer forms them), each a [T, H, D] input
-// that may go through a per-head rmsnorm (QK-norm, weight [D]), then rotate-half RoPE, and ends in
-// an output [T, H, D] and/or a KV-cache append (rows [pos, pos+T) of a [L, H, D] state). Rows
-// (token, stream, head) are laid out token-major; a row is handled by D/2/VEC lanes, each owning
-// VEC consecutive elements of the first half and the matching VEC of the second half, which is
-// exactly what rotate-half pairs up, so no data crosses lanes except the rmsnorm sum.
-// Angles: float(pos+t) * inv_freq in float32 (inv_freq is the interpreter's table, rendered as
-// literals), reduced to [-pi, pi] in double so the hardware sin/cos stays accurate at positions
-// of 40k and more (--use_fast_math would otherwise turn sincosf into __sincosf on the full angle).
+// that may go through an rmsnorm (QK-norm), then rotate-half RoPE, and ends in an output [T, H, D]
+// and/or a KV-cache append (rows [pos, pos+T) of a [L, H, D] state). The norm is per head (weight
+// [D]) or, with norm_width = H*D, over the token's whole projection (weight [H*D], OLMo-2): then the
+// lanes of each head row sum the squares of the token's whole row themselves (read H times, from L1
+// and L2: a few hundred KB per thousand tokens). Norm weights are T or f32 (W). Rows
+// (token, stream, head) are laid out token-major; a row is handled by D/2/VEC lanes, rounded up to a
+// power of two (D = 96: 6 of 8 lanes at VEC 8), each owning VEC consecutive elements of the first
+// half and the matching VEC of the second half, which is exactly what rotate-half pairs up, so no
+// data crosses lanes except the rmsnorm sum.
+// Angles: float(pos+t) * inv_freq in float32 (inv_freq is the rope op's table or the interpreter's,
+// rendered as literals), reduced to [-pi, pi] in double so the hardware sin/cos stays accurate at
+// positions of 40k and more (--use_fast_math would otherwise turn sincosf into __sincosf on the full
+// angle); cos and sin are then multiplied by rope_scale (1 unless the rope op scales them).
 // Activations and caches are f32, f16 or bf16 (T); a lane's VEC elements are one access of up to
 // 16 bytes (two for 8 f32 values).
 #pragma once
@@ -19,24 +24,26 @@
 
 namespace ac {
 
-template <typename T>
+template <typename T, typename W = T>
 struct RopeKvStream {
   const T* x;       // [T, H, D]
-  const T* norm_w;  // [D] QK-norm weight, or null for no norm
+  const W* norm_w;  // [D] QK-norm weight ([H*D] with norm_width), or null for no norm
   T* out;           // [T, H, D], or null when the stream only feeds the cache
   T* cache;         // [L, H, D] state written at rows pos+t, or null
   int heads;
   int rope;         // 1: rotate-half RoPE
+  int norm_width = 0;  // H*D: the norm is over the token's whole projection; 0: per head row
 };
 
-template <typename T>
+template <typename T, typename W = T>
 struct RopeKvParams {
-  RopeKvStream<T> s[3];
+  RopeKvStream<T, W> s[3];
   const int* pos;          // i32 scalar in device memory: the first position of the call
   const float* inv_freq;   // [D/2], or null when no stream is rotated
   float eps;               // rmsnorm epsilon
   int tokens;              // T of the call
   int L;                   // cache rows
+  float rope_scale = 1.f;  // factor on cos and sin
 };
 
 // cos/sin of a float angle of any size: exact-enough reduction to [-pi, pi] in double (angles are
@@ -48,10 +55,14 @@ __device__ __forceinline__ void rope_sincos(float angle, float* s, float* c) {
   __sincosf(r, s, c);
 }
 
-template <typename T, int D, int VEC, int THREADS, int STREAMS>
-__device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
+// Rows of D/2/VEC lanes padded to a power of two, which tiles a warp.
+__host__ __device__ constexpr int rope_row_lanes(int used) { return used <= 1 ? 1 : 2 * rope_row_lanes((used + 1) / 2); }
+
+template <typename T, int D, int VEC, int THREADS, int STREAMS, typename W = T>
+__device__ __forceinline__ void rope_kv(const RopeKvParams<T, W>& p) {
   constexpr int kHalf = D / 2;
-  constexpr int kLanes = kHalf / VEC;           // lanes per row
+  constexpr int kUsedLanes = kHalf / VEC;                // lanes that own elements of a row
+  constexpr int kLanes = rope_row_lanes(kUsedLanes);     // lanes per row
   constexpr int kRowsPerBlock = THREADS / kLanes;
   static_assert(kHalf % VEC == 0 && 32 % kLanes == 0, "a row's lanes must tile a warp");
 
@@ -62,6 +73,7 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
   const int row = blockIdx.x * kRowsPerBlock + static_cast<int>(threadIdx.x) / kLanes;
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   const bool active = row < rows;
+  const bool owner = active && (kUsedLanes == kLanes || lane < kUsedLanes);  // the lane holds elements
   const int pos = *p.pos;
 
   // Which stream and head this row is.
@@ -74,7 +86,7 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
       head -= p.s[s].heads;
       stream = s + 1;
     }
-  RopeKvStream<T> st = p.s[0];  // selected by constant indices, so it stays in registers
+  RopeKvStream<T, W> st = p.s[0];  // selected by constant indices, so it stays in registers
 #pragma unroll
   for (int s = 1; s < STREAMS; ++s)
     if (stream == s) st = p.s[s];
@@ -82,7 +94,7 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
   const int i0 = lane * VEC;
 
   float x1[VEC], x2[VEC];
-  if (active) {
+  if (owner) {
     load_vec<T, VEC>(st.x + src_row + i0, x1);
     load_vec<T, VEC>(st.x + src_row + kHalf + i0, x2);
   } else {
@@ -90,18 +102,31 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
     for (int i = 0; i < VEC; ++i) x1[i] = x2[i] = 0.f;
   }
 
-  // QK-norm: every lane takes part in the row sum (rows of different streams share a warp).
+  // QK-norm: every lane takes part in the row sum (rows of different streams share a warp). A norm
+  // over the whole projection sums the token's row of every head instead.
   float squares = 0.f;
+  if (active && st.norm_width > 0) {
+    const T* token_row = st.x + static_cast<size_t>(t) * st.norm_width;  // [H*D]
+    for (int c = lane * VEC; c < st.norm_width; c += kLanes * VEC) {
+      float v[VEC];
+      load_vec<T, VEC>(token_row + c, v);
 #pragma unroll
-  for (int i = 0; i < VEC; ++i) squares += x1[i] * x1[i] + x2[i] * x2[i];
+      for (int i = 0; i < VEC; ++i) squares += v[i] * v[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) squares += x1[i] * x1[i] + x2[i] * x2[i];
+  }
 #pragma unroll
   for (int offset = kLanes / 2; offset > 0; offset >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
-  if (!active) return;
+  if (!owner) return;
   if (st.norm_w) {
-    const float inv = rsqrtf(squares * (1.f / D) + p.eps);
+    const int width = st.norm_width > 0 ? st.norm_width : D;
+    const float inv = rsqrtf(squares * (1.f / width) + p.eps);
+    const W* w = st.norm_w + (st.norm_width > 0 ? head * D : 0);  // this head's weights
     float w1[VEC], w2[VEC];
-    load_vec<T, VEC>(st.norm_w + i0, w1);
-    load_vec<T, VEC>(st.norm_w + kHalf + i0, w2);
+    load_vec<W, VEC>(w + i0, w1);
+    load_vec<W, VEC>(w + kHalf + i0, w2);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       x1[i] = w1[i] * (x1[i] * inv);
@@ -115,6 +140,8 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T>& p) {
     for (int i = 0; i < VEC; ++i) {
       float s, c;
       rope_sincos(position * p.inv_freq[i0 + i], &s, &c);
+      s *= p.rope_scale;
+      c *= p.rope_scale;
       const float a = x1[i], b = x2[i];
       x1[i] = a * c - b * s;
       x2[i] = b * c + a * s;

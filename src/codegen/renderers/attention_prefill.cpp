@@ -32,6 +32,7 @@ std::string render_attention_prefill(const plan::Candidate& c) {
       << "  p.pos = " << role_pointer(m, "pos", "int", true) << ";  // []\n"
       << "  p.tokens = a.T;\n"
       << "  p.scale = " << std::hexfloat << scale << std::defaultfloat << "f;  // " << scale << "\n";
+  if (m.facts.count("window")) src << "  p.window = " << m.facts.at("window") << ";  // sliding window\n";
   const std::string shape = std::to_string(m.facts.at("D")) + ", " + std::to_string(m.facts.at("NH")) + ", " +
                             std::to_string(m.facts.at("KV"));
   if (fallback)

@@ -36,8 +36,9 @@ std::string render_reference_kernel(const plan::Match& m, const plan::ParamSet& 
       << "  p.pos = " << role_pointer(m, "pos", "int", true) << ";  // []\n"
       << "  p.tokens = " << (tokens ? std::to_string(tokens) : "a.T") << ";\n"
       << "  p.L = a.L;\n"
-      << "  p.scale = " << scale_literal << ";  // " << scale << "\n"
-      << "  ac::attention_reference<" << T << ", " << D << ", " << NH << ", " << KV << ", " << p.at("threads") << ", "
+      << "  p.scale = " << scale_literal << ";  // " << scale << "\n";
+  if (m.facts.count("window")) src << "  p.window = " << m.facts.at("window") << ";  // sliding window\n";
+  src << "  ac::attention_reference<" << T << ", " << D << ", " << NH << ", " << KV << ", " << p.at("threads") << ", "
       << p.at("tile") << ">(p);\n}\n";
   return src.str();
 }

@@ -20,10 +20,11 @@ void render_norm_prologue(const plan::Candidate& c, const plan::Launch& launch, 
   for (const auto& l : c.launches)
     if (l.library) offset = l.library_args.at("a").substr(std::string("workspace:").size());
   const std::string rows = m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "a.T";
+  const bool norm_f32 = m.facts.count("norm_f32") > 0;  // f32 norm weights
   src << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
-      << "  ac::RmsNormParams<" << T << "> p;\n"
+      << "  ac::RmsNormParams<" << T << (norm_f32 ? ", float" : "") << "> p;\n"
       << "  p.x = " << role_pointer(m, "x", T, true) << ";\n"
-      << "  p.w = " << role_pointer(m, "norm_w", T, true) << ";\n"
+      << "  p.w = " << role_pointer(m, "norm_w", norm_f32 ? "float" : T, true) << ";\n"
       << "  p.y = reinterpret_cast<" << T << "*>(static_cast<char*>(a.workspace) + static_cast<long long>(a.T) * " << offset << ");\n"
       << "  p.rows = " << rows << ";\n"
       << "  p.eps = " << float_literal(plan::matmul_norm_eps(m)) << ";\n"
@@ -53,7 +54,8 @@ void render_epilogue(const plan::Candidate& c, const std::string& name, std::ost
       << ";\n"
       << "  p.elements = static_cast<long long>(" << (m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "a.T")
       << ") * " << n << ";\n"
-      << "  ac::epilogue<" << T << ", " << O << ", " << kind << ">(p);\n}\n";
+      << "  ac::epilogue<" << T << ", " << O << ", " << kind
+      << (plan::matmul_gate_activation(m) != plan::GateActivation::kSilu ? ", " + plan::matmul_gate_activation_code(m) : "") << ">(p);\n}\n";
 }
 
 }  // namespace

@@ -14,9 +14,10 @@ namespace agentcompile::codegen {
 using Renderer = std::function<std::string(const plan::Candidate&)>;
 
 // The RoPE inverse-frequency table of a match with rope_* facts (rope_kv, the attention prologue) as
-// `__device__ const float ac_inv_freq[D/2]`: the interpreter's own values (ir::kernels::rope_inv_freq,
-// float32 and llama3 scaling as transformers computes them) in exact hexadecimal literals. Empty
-// when the match has no RoPE.
+// `__device__ const float ac_inv_freq[D/2]`: the rope op's own table, or for the parametric form the
+// interpreter's values (ir::kernels::rope_inv_freq, float32 and llama3 scaling as transformers
+// computes them), in exact hexadecimal literals (plan/families/rope_params.h). Empty when the match
+// has no RoPE.
 std::string rope_inv_freq_table(const plan::Match& match, int64_t head_dim);
 
 std::string render_gemv(const plan::Candidate& candidate);

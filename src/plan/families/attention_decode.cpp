@@ -1,11 +1,13 @@
 // Decode attention family (src/kernels/attention_decode.cuh): attention regions of one query token
-// over the KV cache. Three variants: split-KV flash decoding (a split launch over (SPLITS, KV) blocks
+// over the KV cache, head dims 64, 96, 128 and 256, with or without a sliding window (the splits then
+// cover only the window's keys, so the cost stops growing with the context). Three variants: split-KV flash decoding (a split launch over (SPLITS, KV) blocks
 // whose active count follows the runtime length, then a combine launch); on sm_90+, the same splits
 // as one thread-block cluster per kv head that combines in distributed shared memory (one launch, no
 // workspace); and a single launch of KV blocks for short contexts, which is also the fallback.
 // A region that opens with its token's QK-norm / RoPE / KV append (plan/families/attention_prologue.h)
 // is done in the same launch: every block rotates the query itself, and the block whose keys include
-// the new one computes that row, writes it to the cache and uses it from registers.
+// the new one computes that row, writes it to the cache and uses it from registers; the QK-norms may
+// be per head or over the whole projection, with weights of the activation dtype or f32.
 // codegen/renderers/attention_decode.cpp writes the source.
 #include <algorithm>
 #include <array>
@@ -29,6 +31,11 @@ using ir::OpKind;
 int64_t estimated_registers(int64_t group, int64_t unroll, bool prefetch = false) {
   return 24 * group + 8 * unroll * (prefetch ? 2 : 1) + 10;
 }
+// Norms over the whole projection keep every query head's own 8 weights, not one row for all.
+int64_t estimated_registers(const Match& m, int64_t unroll, bool prefetch = false) {
+  const int64_t group = m.facts.at("group");
+  return estimated_registers(group, unroll, prefetch) + (m.facts.count("q_norm_width") ? 8 * (group - 1) : 0);
+}
 
 // Measured on H200 (Qwen3 bf16, 30k keys, tests/gpu/attention_decode_test.cpp): 8 lines in flight
 // per lane beat 16 by ~15% (u4 40.3 us, u8 45-47 us); 256-thread blocks beat 128 by ~10% at the
@@ -49,6 +56,19 @@ double average(const std::array<double, N>& values, size_t first) {
   double sum = 0;
   for (size_t i = first; i < N; ++i) sum += values[i];
   return sum / static_cast<double>(N - first);
+}
+
+// Lanes that share a key row: D/8 rounded up to a power of two (attention_decode_lanes in the kernel).
+int64_t row_lanes(int64_t D) {
+  int64_t lanes = 1;
+  while (lanes < D / 8) lanes *= 2;
+  return lanes;
+}
+
+// Keys a query reads at `len` keys of context: all of them, or the window's.
+int64_t keys_read(const Match& m, int64_t len) {
+  auto it = m.facts.find("window");
+  return it == m.facts.end() ? len : std::min(len, it->second);
 }
 
 int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return threads / 32 * group * (D + 2) * 4; }
@@ -79,8 +99,9 @@ struct Estimate {
 // running blocks keep issued and by the idle part of a last partial wave; a dependent chain of
 // steps per block costs ~0.5 us each; the split variant adds a second launch (~2 us: measured at
 // 77 keys, single 5.3 us against split 7.3 us) and the partials it writes and reads.
-Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s, int64_t len) {
+Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s, int64_t context) {
   const int64_t KV = m.facts.at("KV"), D = m.facts.at("D"), NH = m.facts.at("NH"), group = m.facts.at("group");
+  const int64_t len = keys_read(m, context);
   const double bandwidth = device.memory_bandwidth_gbs * 1e3;  // bytes per us
   const double bytes = 2.0 * static_cast<double>(len * KV * D * 2);
   int64_t splits = 1, keys = len;
@@ -90,7 +111,7 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   }
   Estimate e;
   e.blocks = KV * (s.cluster ? s.splits : splits);
-  const int64_t registers = (estimated_registers(group, s.unroll, s.prefetch) + 7) / 8 * 8;
+  const int64_t registers = (estimated_registers(m, s.unroll, s.prefetch) + 7) / 8 * 8;
   const int64_t resident = std::max<int64_t>(1, std::min({device.max_threads_per_sm / s.threads,
                                                           device.registers_per_sm / (s.threads * registers),
                                                           device.shared_per_sm / (s.cluster ? cluster_shared_bytes(group, D, s.threads, s.splits)
@@ -103,7 +124,7 @@ Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s
   double efficiency = std::min(1.0, in_flight / (32.0 * 1024));
   // A partial last wave idles SMs (measured at 30k: 504 blocks over 2 waves 13% behind 256 in one).
   if (waves > 1) efficiency *= 0.5 + 0.5 * static_cast<double>(e.blocks) / (waves * static_cast<double>(resident * device.multiprocessors));
-  const int64_t keys_per_step = s.threads / (D / 8) * s.unroll;
+  const int64_t keys_per_step = s.threads / row_lanes(D) * s.unroll;
   const double chain_us = 1.5 + 0.5 * static_cast<double>((keys + keys_per_step - 1) / keys_per_step);
   e.us = std::max(bytes / (bandwidth * efficiency), waves * chain_us) + 2.0;
   // The merge of a block's warps, and the room its blocks take from the next kernel's, which would
@@ -171,7 +192,9 @@ class AttentionDecodeFamily final : public TemplateFamily {
     if (q.dtype != k.dtype || (q.dtype != ir::DType::kF16 && q.dtype != ir::DType::kBF16)) return std::nullopt;
     const int64_t NH = q.shape[1].value, KV = k.shape[1].value, D = q.shape[2].value;
     if (KV <= 0 || NH % KV != 0 || NH / KV > 8) return std::nullopt;
-    if (D != 64 && D != 128 && D != 256) return std::nullopt;  // D/8 lanes per key row must tile a warp
+    // D/8 lanes per key row, padded to a power of two that tiles a warp (12 of 16 at D = 96).
+    if (D != 64 && D != 96 && D != 128 && D != 256) return std::nullopt;
+    const int64_t window = n.int_attr("window", 0);
 
     Match m;
     m.variant = "gqa";
@@ -194,6 +217,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
     m.facts["D"] = D;
     m.facts["group"] = NH / KV;
     m.facts["scale_f32_bits"] = std::bit_cast<int32_t>(static_cast<float>(n.float_attr("scale", 1.0 / std::sqrt(static_cast<double>(D)))));
+    if (window > 0) m.facts["window"] = window;
     return m;
   }
 
@@ -201,7 +225,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
     std::vector<Choice> out;
     const int64_t group = m.facts.at("group"), D = m.facts.at("D");
     auto fits = [&](int64_t threads, int64_t unroll, bool prefetch = false) {
-      const int64_t registers = estimated_registers(group, unroll, prefetch);
+      const int64_t registers = estimated_registers(m, unroll, prefetch);
       return threads <= device.max_threads_per_block && split_shared_bytes(group, D, threads) <= 48 * 1024 &&
              registers <= std::min<int64_t>(device.max_registers_per_thread, 200) &&
              registers * threads <= device.registers_per_sm;
@@ -230,7 +254,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
         for (int prefetch : {0, 1}) {
           if (!unroll_considered(group, unroll) || !fits(threads, unroll, prefetch)) continue;
           if (prefetch && unroll == 8) continue;  // 32 lines in flight per lane: past what helps
-          const int64_t keys_per_step = threads / (D / 8) * unroll;
+          const int64_t keys_per_step = threads / row_lanes(D) * unroll;
           // Split-KV: keys per split at least `chunk`, at most `splits` splits per kv head.
           for (int chunk : {32, 64, 128, 256}) {
             if (chunk < keys_per_step / 2) continue;  // most of the block would idle on its only step
@@ -303,7 +327,9 @@ class AttentionDecodeFamily final : public TemplateFamily {
     std::ostringstream name;
     const bool split = p.at("splits") > 1;
     name << "attention_decode_" << (cluster_launch(p) ? "cluster" : split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH")
-         << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << prologue_name(m) << "_t" << p.at("threads") << "_u" << p.at("unroll")
+         << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << prologue_name(m);
+    if (m.facts.count("window")) name << "_win" << m.facts.at("window");
+    name << "_t" << p.at("threads") << "_u" << p.at("unroll")
          << (p.at("prefetch") ? "p" : "");
     if (split) name << "_c" << p.at("chunk") << "_s" << p.at("splits");
     return name.str();

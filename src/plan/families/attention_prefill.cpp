@@ -1,8 +1,11 @@
 // Prefill attention family (src/kernels/attention_prefill.cuh): the attention regions of a prefill
-// (T queries, causal from position pos, GQA) with D = 64 or 128 in f16/bf16. Planning side: the
-// match, the FlashAttention-2 tile space (BLOCK_M rows per block, 16 or 32 per warp; BLOCK_N keys
-// per tile; a STAGES-deep cp.async ring) filtered by shared memory and registers, and the SIMT
-// fallback.
+// (T queries, causal from position pos, GQA, optionally a sliding window) in f16/bf16. Planning side:
+// the match, the FlashAttention-2 tile space (BLOCK_M rows per block, 16 or 32 per warp; BLOCK_N keys
+// per tile; a STAGES-deep cp.async ring) filtered by shared memory and registers, for D = 64, 96 and
+// 128, and the SIMT fallback, for every D that is a multiple of 32 up to 256. At D = 256 the mma
+// kernel's Q fragments and O accumulators alone (3D/4 = 192 registers per thread) leave no room under
+// the register budget, so Gemma-3's prefill attention runs on the SIMT kernel (one warp per query
+// row; with its 512-key window a query reads at most 512 keys) or the reference family.
 // codegen/renderers/attention_prefill.cpp writes the source.
 #include <algorithm>
 #include <cmath>
@@ -19,9 +22,16 @@ using ir::OpKind;
 
 constexpr int kFallbackWarps = 4;
 
+// Head dims of the mma kernel and of the SIMT kernel.
+bool mma_head_dim(int64_t D) { return D == 64 || D == 96 || D == 128; }
+bool simt_head_dim(int64_t D) { return D % 32 == 0 && D > 0 && D <= 256; }
+
+// The shared-memory pitch of a row (smem_pitch in the kernel): D = 96 rows are padded to 128.
+int64_t smem_pitch(int64_t D) { return D % 64 == 0 ? D : D <= 128 ? 128 : 256; }
+
 // Dynamic shared memory of the mma kernel: the Q tile and a K and a V ring of STAGES tiles.
 int64_t mma_shared_bytes(int64_t D, int64_t block_m, int64_t block_n, int64_t stages) {
-  return (block_m + 2 * stages * block_n) * D * 2;
+  return (block_m + 2 * stages * block_n) * smem_pitch(D) * 2;
 }
 
 // Registers per thread the mma kernel holds live, per m16 tile of the warp: Q fragments (D/4),
@@ -54,7 +64,7 @@ class AttentionPrefillFamily final : public TemplateFamily {
     if (!q.shape[1].is_static() || !q.shape[2].is_static() || !k.shape[1].is_static() || !k.shape[2].is_static()) return std::nullopt;
     if (pos.dtype != ir::DType::kI32 || !pos.shape.empty()) return std::nullopt;
     const int64_t NH = q.shape[1].value, D = q.shape[2].value, KV = k.shape[1].value;
-    if (D != 64 && D != 128) return std::nullopt;
+    if (!simt_head_dim(D)) return std::nullopt;
     if (k.shape[2].value != D || KV <= 0 || NH % KV != 0) return std::nullopt;
     if (q.dtype != k.dtype || (q.dtype != ir::DType::kF16 && q.dtype != ir::DType::kBF16)) return std::nullopt;
     if (ctx.function->type(attn.result).dtype != q.dtype) return std::nullopt;
@@ -67,6 +77,7 @@ class AttentionPrefillFamily final : public TemplateFamily {
     m.facts["KV"] = KV;
     m.facts["D"] = D;
     m.facts["scale_bits"] = float_bits(static_cast<float>(attn.float_attr("scale", 1.0)));
+    if (attn.int_attr("window", 0) > 0) m.facts["window"] = attn.int_attr("window", 0);
     m.roles["q"] = ctx.slot_of(attn.operands[0]);
     m.roles["k"] = ctx.slot_of(attn.operands[1]);
     m.roles["v"] = ctx.slot_of(attn.operands[2]);
@@ -80,7 +91,7 @@ class AttentionPrefillFamily final : public TemplateFamily {
   std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
     const int64_t D = m.facts.at("D");
-    if (device.sm() >= 80) {  // cp.async, ldmatrix and bf16 mma.sync
+    if (device.sm() >= 80 && mma_head_dim(D)) {  // cp.async, ldmatrix and bf16 mma.sync
       for (int block_m : {64, 128}) {
         for (int warps : {4, 8}) {
           const int64_t warp_rows = block_m / warps;  // 16 or 32: one or two m16 tiles per warp
@@ -135,6 +146,7 @@ class AttentionPrefillFamily final : public TemplateFamily {
     // The scale is a value, not a tile choice; spelled only when it is not the usual 1/sqrt(D).
     const auto usual = float_bits(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.facts.at("D")))));
     if (m.facts.at("scale_bits") != usual) name << "_sc" << std::hex << m.facts.at("scale_bits") << std::dec;
+    if (m.facts.count("window")) name << "_win" << m.facts.at("window");
     if (p.count("fallback"))
       name << "_w" << p.at("warps");
     else

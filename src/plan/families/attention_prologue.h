@@ -4,9 +4,13 @@
 //   q: in -> rmsnorm? -> rope? -> attention q
 //   k: in -> rmsnorm? -> rope? -> kv_append -> attention k (the cache, with the new row)
 //   v: in -> kv_append -> attention v
+// The QK-norm is per head (weight [D], Qwen3, Gemma-3) or over the token's whole projection before
+// its head reshape (weight [H*D], OLMo-2: the stream's input is then [1, H*D] and the rope reads the
+// norm through the reshape); its weights are the attention's dtype or f32 (Gemma's 1 + w).
 // The families record the prologue in their match as roles (q_in, k_in, v_in: the raw projections;
-// q_norm, k_norm: weights; k, v: the cache states) and facts (prologue, qk_norm, rope, eps_bits and
-// the rope_* bits the rope_kv family uses too), so codegen can render the same arithmetic.
+// q_norm, k_norm: weights; k, v: the cache states) and facts (prologue, qk_norm, rope, eps_bits, the
+// rope facts of plan/families/rope_params.h the rope_kv family uses too, and where they apply
+// q_norm_width / k_norm_width = H*D and norm_f32), so codegen can render the same arithmetic.
 #pragma once
 
 #include <optional>
@@ -18,7 +22,10 @@ namespace agentcompile::plan {
 
 struct AttentionPrologue {
   std::string q_in, k_in, v_in;  // interface inputs [1, NH or KV, D]
-  std::string q_norm, k_norm;    // weights [D]; empty without QK-norm
+  std::string q_norm, k_norm;    // weights [D] (or [H*D]); empty without QK-norm
+  int64_t q_norm_width = 0;      // NH*D: the query's norm is over its whole projection; 0: per head
+  int64_t k_norm_width = 0;      // KV*D likewise for the key
+  bool norm_f32 = false;         // f32 norm weights with 16-bit activations
   std::string k_cache, v_cache;  // the states appended to ("state0", ...)
   std::string pos;               // the position input the rope and appends read
   double eps = 0;                // QK-norm epsilon
@@ -39,7 +46,8 @@ std::optional<AttentionRegionView> read_attention_region(const RegionContext& ct
 void add_prologue_to_match(const AttentionPrologue& prologue, Match& match);
 
 // What a kernel name adds for a match's prologue ("" without one): "_qknorm_rope_theta1000000",
-// "_rope_theta500000_llama3", ...; the RoPE table is part of the source, so its base is spelled.
+// "_rope_theta500000_llama3", "_qknormfull_rope_theta500000", "_qknorm_wf32_rope_invf1a2b3c4d", ...;
+// the RoPE table is part of the source, so its form is spelled (rope_params.h, rope_name).
 std::string prologue_name(const Match& match);
 
 }  // namespace agentcompile::plan

@@ -1,6 +1,7 @@
 // Reference attention family (src/kernels/attention_reference.cuh): the conservative fallback of
 // every attention region, prefill (T queries from position pos, causal, GQA) and decode (one query)
-// alike, for any head dimension up to kAttentionReferenceMaxHeadDim and f32, f16 or bf16. The fast
+// alike, with or without a sliding window, for any head dimension up to kAttentionReferenceMaxHeadDim
+// and f32, f16 or bf16. The fast
 // families (attention_prefill, attention_decode) take only some head dimensions and 16-bit dtypes;
 // this one keeps every attention region runnable. One choice, marked as the fallback and ranked
 // last: one block of kThreads per (query row, head), keys in tiles of the largest size whose fp32
@@ -16,6 +17,7 @@
 
 #include "plan/families.h"
 #include "plan/families/attention_prologue.h"
+#include "plan/families/rope_params.h"
 
 namespace agentcompile::plan {
 
@@ -39,14 +41,11 @@ int64_t tile_for(int64_t D) {
 
 bool float_dtype(ir::DType dtype) { return dtype == ir::DType::kF32 || dtype == ir::DType::kF16 || dtype == ir::DType::kBF16; }
 
-// The narrowest rope_kv row layout for head dimension D (2, 4 or 8 elements per lane; D/2/vec
-// lanes per row must tile a warp); 0 when none does.
+// The narrowest rope_kv row layout for head dimension D (2, 4 or 8 elements per lane; the row's
+// lanes must fit a warp); 0 when none does.
 int64_t prologue_vec(int64_t D) {
-  for (int64_t vec : {2, 4, 8}) {
-    if (D % 2 != 0 || (D / 2) % vec != 0) continue;
-    const int64_t lanes = D / 2 / vec;
-    if (lanes <= 32 && 32 % lanes == 0) return vec;
-  }
+  for (int64_t vec : {2, 4, 8})
+    if (rope_row_lanes(D, vec) > 0) return vec;
   return 0;
 }
 
@@ -68,7 +67,9 @@ Match prologue_rope_match(const Match& m) {
     r.roles["norm1"] = m.roles.at("k_norm");
   }
   for (const auto& [fact, value] : m.facts)
-    if (fact.rfind("rope_", 0) == 0 || fact == "eps_bits") r.facts[fact] = value;
+    if (fact.rfind("rope_", 0) == 0 || fact == "eps_bits" || fact == "norm_f32") r.facts[fact] = value;
+  if (m.facts.count("q_norm_width")) r.facts["norm_width0"] = m.facts.at("q_norm_width");
+  if (m.facts.count("k_norm_width")) r.facts["norm_width1"] = m.facts.at("k_norm_width");
   r.facts["heads0"] = NH;
   r.facts["heads1"] = KV;
   r.facts["heads2"] = KV;
@@ -111,6 +112,7 @@ class AttentionReferenceFamily final : public TemplateFamily {
     m.facts["D"] = q.shape[2].value;
     m.facts["tokens_static"] = q.shape[0].is_static() ? q.shape[0].value : 0;  // 0: T of the call
     m.facts["scale_bits"] = std::bit_cast<uint32_t>(scale_of(attn));
+    if (attn.int_attr("window", 0) > 0) m.facts["window"] = attn.int_attr("window", 0);
     m.roles["pos"] = ctx.slot_of(attn.operands[3]);
     m.roles["o"] = ctx.slot_of(attn.result);
     if (view->prologue) {
@@ -145,6 +147,7 @@ class AttentionReferenceFamily final : public TemplateFamily {
     // The scale is a value, not a choice; spelled only when it is not the usual 1/sqrt(D).
     const auto usual = std::bit_cast<uint32_t>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.facts.at("D")))));
     if (m.facts.at("scale_bits") != usual) name << "_sc" << std::hex << m.facts.at("scale_bits") << std::dec;
+    if (m.facts.count("window")) name << "_win" << m.facts.at("window");
     name << "_t" << p.at("threads") << "_k" << p.at("tile");
     return name.str();
   }

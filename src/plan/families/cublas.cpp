@@ -1,7 +1,8 @@
 // The library fallback for matmul regions: one cuBLAS GEMM per linear (cublasGemmEx, fp32 compute)
 // followed, when the region has an epilogue, by a small generated elementwise kernel (bias, residual
-// add, SiLU(gate)·up) that reads the GEMM results. A region with an RMSNorm prologue first runs a
-// generated RMSNorm kernel (rmsnorm.cuh) into the workspace, and the GEMMs read the row from there.
+// add, act(gate)·up with act SiLU or GELU) that reads the GEMM results. A region with an RMSNorm
+// prologue first runs a generated RMSNorm kernel (rmsnorm.cuh, weights T or f32) into the workspace,
+// and the GEMMs read the row from there.
 // Always in the space of a matmul region, and marked as its fallback: a generated kernel is selected
 // only when it is measured faster.
 #include <sstream>
@@ -38,7 +39,7 @@ class CublasFamily final : public TemplateFamily {
     std::ostringstream name;
     // Rows are part of the name: the generated kernels differ between one static token and T.
     const int64_t rows = m.facts.at("tokens_static");
-    name << "cublas_" << (m.facts.count("norm") ? "rmsnorm_" : "") << m.variant << "_" << dtype_tag(m.dtype);
+    name << "cublas_" << (m.facts.count("norm") ? "rmsnorm_" : "") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K") << "_m" << (rows ? std::to_string(rows) : "T");
     return name.str();

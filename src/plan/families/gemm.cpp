@@ -1,5 +1,5 @@
 // Prefill GEMM family (src/kernels/gemm.cuh): matmul regions over T tokens (or a static row count,
-// such as the lm_head's last row) with the plain, cast, residual-add, gate/up SiLU·mul and
+// such as the lm_head's last row) with the plain, cast, residual-add, gate/up act·mul (SiLU or GELU) and
 // multi-segment (fused QKV) epilogues. Planning side: matching, the parameter space, a cost model
 // that ranks tile shapes without knowing T, and launch geometry (grids that grow with T).
 // codegen/renderers/gemm.cpp writes the source.
@@ -134,7 +134,10 @@ class GemmFamily final : public TemplateFamily {
       if (m.facts.at(key) % 8 != 0) return std::nullopt;
       m.facts["cols" + std::to_string(s)] = m.facts.at(key);  // the GEMM's output columns
     }
-    if (m.variant != "plain" || m.out_dtype == m.dtype) {
+    // A gate/up epilogue computes in f32 whatever casts the graph puts around it; its output is T.
+    if (m.variant == "gate_up") {
+      if (m.out_dtype != m.dtype) return std::nullopt;
+    } else if (m.variant != "plain" || m.out_dtype == m.dtype) {
       for (size_t i = 0; i < ctx.size(); ++i)
         if (ctx.function->type(ctx.node(static_cast<int>(i)).result).dtype != m.dtype) return std::nullopt;
     }
@@ -215,7 +218,7 @@ class GemmFamily final : public TemplateFamily {
   std::string kernel_name(const Match& m, const ParamSet& p) const override {
     std::ostringstream name;
     const bool simt = p.count("fallback") > 0;
-    name << (simt ? "gemm_simt_" : "gemm_mma_") << m.variant << "_" << dtype_tag(m.dtype);
+    name << (simt ? "gemm_simt_" : "gemm_mma_") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K");
     if (m.facts.count("M")) name << "_m" << m.facts.at("M");

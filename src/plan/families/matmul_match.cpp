@@ -3,22 +3,85 @@
 
 #include <bit>
 #include <cstdint>
+#include <map>
+#include <set>
 
 namespace agentcompile::plan {
 
 using ir::OpKind;
 
+namespace {
+
+// The gated epilogue act(gate) * up over the region's nodes [from, size): one activation, one mul and
+// casts between float dtypes around them, every node on the path from the two linears' results to
+// the last value. Sets the match's gate_act, y0 role and out dtype; false when the nodes are
+// anything else.
+bool match_gated_epilogue(const RegionContext& ctx, size_t from, ir::ValueId gate, ir::ValueId up, Match& m) {
+  std::map<ir::ValueId, const ir::Node*> node_of;  // result -> node, for the epilogue's nodes
+  for (size_t i = from; i < ctx.size(); ++i) node_of[ctx.node(static_cast<int>(i)).result] = &ctx.node(static_cast<int>(i));
+  std::set<const ir::Node*> path;  // the epilogue's nodes met on the way
+  // The value under the float casts of the epilogue that produced `v` (kNoValue past a cast to or
+  // from an int or bool).
+  auto under_casts = [&](ir::ValueId v) {
+    for (auto it = node_of.find(v); it != node_of.end() && it->second->op == OpKind::kCast; it = node_of.find(v)) {
+      if (!ir::is_float(ctx.function->type(it->second->operands[0]).dtype) || !ir::is_float(ctx.function->type(v).dtype)) return ir::kNoValue;
+      path.insert(it->second);
+      v = it->second->operands[0];
+    }
+    return v;
+  };
+  auto producer = [&](ir::ValueId v) -> const ir::Node* {
+    auto it = node_of.find(v);
+    return it == node_of.end() ? nullptr : it->second;
+  };
+  const ir::Node& last = ctx.node(static_cast<int>(ctx.size()) - 1);
+  const ir::Node* mul = producer(under_casts(last.result));
+  if (!mul || mul->op != OpKind::kMul) return false;
+  path.insert(mul);
+  const ir::Node* act = nullptr;
+  for (size_t side = 0; side < 2 && !act; ++side) {  // the product's operands in either order
+    const ir::Node* candidate = producer(under_casts(mul->operands[side]));
+    if (candidate && (candidate->op == OpKind::kSilu || candidate->op == OpKind::kGelu) && under_casts(mul->operands[1 - side]) == up)
+      act = candidate;
+  }
+  if (!act) return false;
+  path.insert(act);
+  if (under_casts(act->operands[0]) != gate || path.size() != ctx.size() - from) return false;
+  if (act->op == OpKind::kGelu) {
+    const bool tanh = act->string_attr("approximate", "none") == "tanh";
+    m.facts["gate_act"] = static_cast<int64_t>(tanh ? GateActivation::kGeluTanh : GateActivation::kGeluErf);
+  }
+  m.roles["y0"] = ctx.slot_of(last.result);
+  m.out_dtype = ctx.function->type(last.result).dtype;
+  return true;
+}
+
+}  // namespace
+
 std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount tokens) {
   if (ctx.region->kind != analysis::RegionKind::kMatmul) return std::nullopt;
-  // An RMSNorm prologue: the linears read its result, the region reads its input.
-  const bool norm = ctx.size() > 1 && ctx.node(0).op == OpKind::kRmsNorm;
-  const size_t first_linear = norm ? 1 : 0;
+  // An RMSNorm prologue: the linears read its result, the region reads its input. Float casts may
+  // surround it (a graph that normalizes in f32): each node of the chain reads the one before.
+  size_t first_linear = 0;
+  const ir::Node* rms = nullptr;
+  while (first_linear < ctx.size() && ctx.node(static_cast<int>(first_linear)).op != OpKind::kLinear) {
+    const ir::Node& n = ctx.node(static_cast<int>(first_linear));
+    const bool float_cast = n.op == OpKind::kCast && ir::is_float(ctx.function->type(n.operands[0]).dtype) &&
+                            ir::is_float(ctx.function->type(n.result).dtype);
+    if (n.op == OpKind::kRmsNorm && !rms) rms = &n;
+    else if (!float_cast) return std::nullopt;
+    if (first_linear > 0 && n.operands[0] != ctx.node(static_cast<int>(first_linear) - 1).result) return std::nullopt;
+    ++first_linear;
+  }
+  const bool norm = first_linear > 0;
+  if (norm && !rms) return std::nullopt;
   size_t end = first_linear;
   while (end < ctx.size() && ctx.node(static_cast<int>(end)).op == OpKind::kLinear) ++end;
   const size_t linears = end - first_linear;
   if (linears == 0 || linears > 3) return std::nullopt;
   const ir::Node& first = ctx.node(static_cast<int>(first_linear));
   const ir::ValueId x = norm ? ctx.node(0).operands[0] : first.operands[0];
+  const ir::ValueId normalized = norm ? ctx.node(static_cast<int>(first_linear) - 1).result : ir::kNoValue;  // what the linears read
   const auto& x_type = ctx.function->type(x);
   if (x_type.shape.size() != 2) return std::nullopt;
   const bool one_token = x_type.shape[0].is_static() && x_type.shape[0].value == 1;
@@ -32,12 +95,13 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
   m.facts["K"] = K;
   m.roles["x"] = ctx.slot_of(x);
   if (norm) {
-    const ir::Node& rms = ctx.node(0);
-    if (!one_token || ctx.function->type(rms.operands[1]).dtype != m.dtype ||
-        ctx.function->type(rms.result).dtype != m.dtype || first.operands[0] != rms.result)
+    const ir::DType w_dtype = ctx.function->type(rms->operands[1]).dtype;
+    if (!one_token || (w_dtype != m.dtype && w_dtype != ir::DType::kF32) || ctx.function->type(normalized).dtype != m.dtype ||
+        first.operands[0] != normalized)
       return std::nullopt;
-    m.roles["norm_w"] = ctx.slot_of(rms.operands[1]);
-    const float eps = static_cast<float>(rms.float_attr("eps"));
+    if (w_dtype != m.dtype) m.facts["norm_f32"] = 1;
+    m.roles["norm_w"] = ctx.slot_of(rms->operands[1]);
+    const float eps = static_cast<float>(rms->float_attr("eps"));
     m.facts["norm"] = 1;
     m.facts["norm_eps_bits"] = std::bit_cast<uint32_t>(eps);
   }
@@ -71,18 +135,26 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
     m.variant = "residual";
     m.roles["residual"] = ctx.slot_of(other);
     m.roles["y0"] = ctx.slot_of(add.result);
-  } else if (rest == 2 && linears == 2 && at(2).op == OpKind::kSilu && at(3).op == OpKind::kMul) {
-    const ir::Node& silu = at(2);
-    const ir::Node& mul = at(3);
-    const ir::ValueId up = at(1).result;
-    if (silu.operands[0] != first.result) return std::nullopt;
-    const bool wired = (mul.operands[0] == silu.result && mul.operands[1] == up) ||
-                       (mul.operands[1] == silu.result && mul.operands[0] == up);
-    if (!wired) return std::nullopt;
+  } else if (rest >= 2 && linears == 2 && match_gated_epilogue(ctx, end, first.result, at(1).result, m)) {
     if (m.facts["rows0"] != m.facts["rows1"]) return std::nullopt;
     m.variant = "gate_up";
     m.facts["N"] = m.facts["rows0"];
-    m.roles["y0"] = ctx.slot_of(mul.result);
+    m.roles.erase("y1");
+  } else if (rest >= 2 && linears == 2 && match_gated_epilogue(ctx, end, at(1).result, first.result, m)) {
+    // The up projection came first: the kernels take the gate as segment 0.
+    if (m.facts["rows0"] != m.facts["rows1"]) return std::nullopt;
+    auto swap_roles = [&](const std::string& r0, const std::string& r1) {
+      std::map<std::string, std::string> swapped;
+      if (m.roles.count(r0)) swapped[r1] = m.roles.at(r0);
+      if (m.roles.count(r1)) swapped[r0] = m.roles.at(r1);
+      m.roles.erase(r0);
+      m.roles.erase(r1);
+      m.roles.insert(swapped.begin(), swapped.end());
+    };
+    swap_roles("w0", "w1");
+    swap_roles("b0", "b1");
+    m.variant = "gate_up";
+    m.facts["N"] = m.facts["rows0"];
     m.roles.erase("y1");
   } else {
     return std::nullopt;
@@ -95,6 +167,31 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
 float matmul_norm_eps(const Match& match) {
   auto it = match.facts.find("norm_eps_bits");
   return it == match.facts.end() ? 0.f : std::bit_cast<float>(static_cast<uint32_t>(it->second));
+}
+
+GateActivation matmul_gate_activation(const Match& match) {
+  auto it = match.facts.find("gate_act");
+  return it == match.facts.end() ? GateActivation::kSilu : static_cast<GateActivation>(it->second);
+}
+
+std::string matmul_epilogue_tag(const Match& match) {
+  std::string tag;
+  switch (matmul_gate_activation(match)) {
+    case GateActivation::kSilu: break;
+    case GateActivation::kGeluTanh: tag += "_gelu_tanh"; break;
+    case GateActivation::kGeluErf: tag += "_gelu"; break;
+  }
+  if (match.facts.count("norm_f32")) tag += "_wf32";
+  return tag;
+}
+
+std::string matmul_gate_activation_code(const Match& match) {
+  switch (matmul_gate_activation(match)) {
+    case GateActivation::kSilu: return "ac::kActSilu";
+    case GateActivation::kGeluTanh: return "ac::kActGeluTanh";
+    case GateActivation::kGeluErf: return "ac::kActGeluErf";
+  }
+  return "ac::kActSilu";
 }
 
 }  // namespace agentcompile::plan

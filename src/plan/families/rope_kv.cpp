@@ -1,13 +1,19 @@
 // RoPE + QK-norm + KV-append family (src/kernels/rope_kv.cuh): fusion regions made only of
-// per-head rmsnorm, rope and kv_append, in f32, f16 or bf16. Planning side: the region is read as
-// up to three streams (input -> rmsnorm? -> rope? -> output and/or cache append), the parameter
-// space and the launch geometry (one row per token and head; the grid grows with T).
+// rmsnorm, rope and kv_append, in f32, f16 or bf16. Planning side: the region is read as up to three
+// streams (input -> rmsnorm? -> rope? -> output and/or cache append), the parameter space and the
+// launch geometry (one row per token and head; the grid grows with T).
+// A stream's norm is either per head (QK-norm: weight [D] over each head row, Qwen3, Gemma-3) or over
+// the token's whole projection before its head reshape (weight [H*D], OLMo-2), and its weight may be
+// f32 while the activations are 16-bit (Gemma's 1 + w); float casts on a stream (a norm computed in
+// f32 between them) change nothing the kernel computes, which is in f32 with one rounding at each
+// store. The rotary embedding is parametric or a table, optionally scaled (plan/families/rope_params.h).
 // codegen/renderers/rope_kv.cpp writes the source.
 #include <algorithm>
 #include <bit>
 #include <sstream>
 
 #include "plan/families.h"
+#include "plan/families/rope_params.h"
 
 namespace agentcompile::plan {
 
@@ -25,19 +31,18 @@ struct Stream {
   const ir::Node* append = nullptr;
 };
 
-bool same_rope_attrs(const ir::Node& a, const ir::Node& b) {
-  for (const char* key : {"theta", "factor", "low_freq_factor", "high_freq_factor", "original_max_position"})
-    if (a.float_attr(key, -1) != b.float_attr(key, -1)) return false;
-  return a.string_attr("scaling", "none") == b.string_attr("scaling", "none");
+// The value under reshapes and views (a head reshape inside the region: [T, H*D] -> [T, H, D]).
+ir::ValueId under_views(const ir::Function& f, ir::ValueId value) {
+  while (true) {
+    const int producer = f.value(value).producer;
+    if (producer < 0) return value;
+    const ir::Node& n = f.nodes[static_cast<size_t>(producer)];
+    if (n.op != OpKind::kReshape && n.op != OpKind::kView) return value;
+    value = n.operands[0];
+  }
 }
 
-// A row of D elements is D/2/vec lanes, which must tile a warp.
-bool row_layout_fits(int64_t D, int vec) {
-  if (D % 2 != 0 || (D / 2) % vec != 0) return false;
-  const int64_t lanes = D / 2 / vec;
-  return lanes <= 32 && 32 % lanes == 0;
-}
-bool any_row_layout(int64_t D) { return row_layout_fits(D, 2) || row_layout_fits(D, 4) || row_layout_fits(D, 8); }
+bool any_row_layout(int64_t D) { return rope_row_lanes(D, 2) || rope_row_lanes(D, 4) || rope_row_lanes(D, 8); }
 
 class RopeKvFamily final : public TemplateFamily {
  public:
@@ -51,9 +56,11 @@ class RopeKvFamily final : public TemplateFamily {
     const ir::Node* rope_attrs = nullptr;
     const ir::Node* norm_attrs = nullptr;
     bool any_rope_or_append = false;
+    // The stream whose latest value `v` is, directly or through a head reshape.
     auto stream_of = [&](ir::ValueId v) -> Stream* {
+      const ir::ValueId root = under_views(*ctx.function, v);
       for (auto& s : streams)
-        if (s.last == v) return &s;
+        if (s.last == v || s.last == root) return &s;
       return nullptr;
     };
     auto start = [&](ir::ValueId v) -> Stream* {
@@ -69,8 +76,17 @@ class RopeKvFamily final : public TemplateFamily {
     for (size_t i = 0; i < ctx.size(); ++i) {
       const ir::Node& n = ctx.node(static_cast<int>(i));
       Stream* s = n.operands.empty() ? nullptr : stream_of(n.operands[0]);
+      const bool float_cast = n.op == OpKind::kCast && ir::is_float(ctx.function->type(n.operands[0]).dtype) &&
+                              ir::is_float(ctx.function->type(n.result).dtype);
+      if (float_cast) {
+        if (!s && !(s = start(n.operands[0]))) return std::nullopt;
+        s->last = n.result;
+        continue;
+      }
       if (n.op == OpKind::kRmsNorm) {
-        if (s || !(s = start(n.operands[0]))) return std::nullopt;  // a norm only opens a stream
+        // A norm opens a stream, after nothing but casts.
+        if (s && (s->norm || s->rope || s->append)) return std::nullopt;
+        if (!s && !(s = start(n.operands[0]))) return std::nullopt;
         if (norm_attrs && norm_attrs->float_attr("eps") != n.float_attr("eps")) return std::nullopt;
         norm_attrs = &n;
         s->norm = &n;
@@ -78,7 +94,7 @@ class RopeKvFamily final : public TemplateFamily {
         if (s && (s->rope || s->append)) return std::nullopt;
         if (!s && !(s = start(n.operands[0]))) return std::nullopt;
         if (!same_pos(n.operands[1])) return std::nullopt;
-        if (rope_attrs && !same_rope_attrs(*rope_attrs, n)) return std::nullopt;
+        if (rope_attrs && !same_rope(*rope_attrs, n)) return std::nullopt;
         rope_attrs = &n;
         s->rope = &n;
       } else if (n.op == OpKind::kKvAppend) {
@@ -94,8 +110,12 @@ class RopeKvFamily final : public TemplateFamily {
     }
     if (!any_rope_or_append || streams.empty()) return std::nullopt;  // a plain norm region is not ours
 
+    // A stream's head rows [T, H, D]: what its rope or append reads, else its input.
+    auto head_rows = [&](const Stream& s) -> ir::ValueId {
+      return s.rope ? s.rope->operands[0] : s.append ? s.append->operands[0] : s.source;
+    };
     Match m;
-    const auto& first_type = ctx.function->type(streams.front().source);
+    const auto& first_type = ctx.function->type(head_rows(streams.front()));
     if (first_type.shape.size() != 3 || !first_type.shape[2].is_static()) return std::nullopt;
     const int64_t D = first_type.shape[2].value;
     m.dtype = first_type.dtype;
@@ -104,29 +124,45 @@ class RopeKvFamily final : public TemplateFamily {
     if (!any_row_layout(D)) return std::nullopt;
     int64_t rows = 0;
     bool norms = false, ropes = false, appends = false;
+    std::optional<ir::DType> norm_dtype;
     for (size_t i = 0; i < streams.size(); ++i) {
       const Stream& s = streams[i];
       const std::string k = std::to_string(i);
-      const auto& type = ctx.function->type(s.source);
+      const auto& type = ctx.function->type(head_rows(s));
       if (type.shape.size() != 3 || type.shape[0] != first_type.shape[0] || type.shape[2] != first_type.shape[2] ||
           !type.shape[1].is_static() || type.dtype != m.dtype)
         return std::nullopt;
-      m.facts["heads" + k] = type.shape[1].value;
-      rows += type.shape[1].value;
+      const int64_t heads = type.shape[1].value;
+      m.facts["heads" + k] = heads;
+      rows += heads;
       m.roles["x" + k] = ctx.slot_of(s.source);
+      const auto& source_type = ctx.function->type(s.source);
+      if (source_type.dtype != m.dtype) return std::nullopt;
       if (s.norm) {
         const std::string w = ctx.slot_of(s.norm->operands[1]);
-        if (w.rfind("w", 0) != 0 || ctx.function->type(s.norm->operands[1]).shape != ir::Shape{ir::Dim::of(D)}) return std::nullopt;
+        const auto& w_type = ctx.function->type(s.norm->operands[1]);
+        if (w.rfind("w", 0) != 0 || (w_type.dtype != m.dtype && w_type.dtype != ir::DType::kF32)) return std::nullopt;
+        if (norm_dtype && *norm_dtype != w_type.dtype) return std::nullopt;  // one weight type per kernel
+        norm_dtype = w_type.dtype;
+        // Per head ([T, H, D] rows, weight [D]) or over the whole projection ([T, H*D], weight [H*D]),
+        // which the rope or append then reads through a head reshape; for one head, the same rows.
+        const ir::Shape projection{first_type.shape[0], ir::Dim::of(heads * D)};
+        const auto& norm_rows = ctx.function->type(s.norm->operands[0]).shape;
+        if (source_type.shape != type.shape && source_type.shape != projection) return std::nullopt;
+        const bool per_head = norm_rows == type.shape || (heads == 1 && norm_rows == projection);
+        const bool whole = !per_head && norm_rows == projection;
+        if (!per_head && !whole) return std::nullopt;
+        if (whole) m.facts["norm_width" + k] = heads * D;
         m.roles["norm" + k] = w;
         norms = true;
-        // The norm's own result must stay inside unless it is the stream's last value.
-        if (s.norm->result != s.last && !ctx.slot_of(s.norm->result).empty()) return std::nullopt;
+      } else if (type.shape != source_type.shape) {
+        return std::nullopt;  // a reshape inside the region that no norm explains
       }
       m.facts["rope" + k] = s.rope != nullptr;
       ropes |= s.rope != nullptr;
       const std::string out = s.last != s.source ? ctx.slot_of(s.last) : "";
       if (!out.empty()) {
-        if (out.rfind("out", 0) != 0) return std::nullopt;
+        if (out.rfind("out", 0) != 0 || ctx.function->type(s.last).dtype != m.dtype) return std::nullopt;
         m.roles["y" + k] = out;
       }
       if (s.append) {
@@ -141,22 +177,20 @@ class RopeKvFamily final : public TemplateFamily {
       }
       if (out.empty() && !s.append) return std::nullopt;  // computed but never leaves: not a region we understand
     }
+    // What leaves the region is a stream's last value or a cache: no intermediate escapes.
+    for (size_t i = 0; i < ctx.size(); ++i) {
+      const ir::Node& n = ctx.node(static_cast<int>(i));
+      const bool last = std::any_of(streams.begin(), streams.end(), [&](const Stream& s) { return s.last == n.result; });
+      if (n.op != OpKind::kKvAppend && !last && !ctx.slot_of(n.result).empty()) return std::nullopt;
+    }
     m.roles["pos"] = ctx.slot_of(pos);
     m.facts["streams"] = static_cast<int64_t>(streams.size());
     m.facts["rows"] = rows;
     m.facts["D"] = D;
     if (first_type.shape[0].is_static()) m.facts["tokens"] = first_type.shape[0].value;
     if (norm_attrs) m.facts["eps_bits"] = std::bit_cast<int64_t>(norm_attrs->float_attr("eps"));
-    if (rope_attrs) {
-      const ir::Node& r = *rope_attrs;
-      m.facts["rope_theta_bits"] = std::bit_cast<int64_t>(r.float_attr("theta", 10000.0));
-      m.facts["rope_llama3"] = r.string_attr("scaling", "none") == "llama3";
-      if (r.string_attr("scaling", "none") != "none" && r.string_attr("scaling", "none") != "llama3") return std::nullopt;
-      m.facts["rope_factor_bits"] = std::bit_cast<int64_t>(r.float_attr("factor", 1.0));
-      m.facts["rope_low_freq_factor_bits"] = std::bit_cast<int64_t>(r.float_attr("low_freq_factor", 1.0));
-      m.facts["rope_high_freq_factor_bits"] = std::bit_cast<int64_t>(r.float_attr("high_freq_factor", 4.0));
-      m.facts["rope_original_max_position_bits"] = std::bit_cast<int64_t>(r.float_attr("original_max_position", 8192.0));
-    }
+    if (norm_dtype && *norm_dtype != m.dtype) m.facts["norm_f32"] = 1;
+    if (rope_attrs && !add_rope_facts(*rope_attrs, m).empty()) return std::nullopt;
     m.variant = std::string(norms ? "qknorm_" : "") + (ropes ? "rope_" : "") + (appends ? "append" : "out");
     return m;
   }
@@ -166,8 +200,8 @@ class RopeKvFamily final : public TemplateFamily {
     const int64_t D = m.facts.at("D"), rows = m.facts.at("rows");
     const bool decode = m.facts.count("tokens") && m.facts.at("tokens") == 1;
     for (int vec : {2, 4, 8}) {
-      if (!row_layout_fits(D, vec)) continue;
-      const int64_t lanes = D / 2 / vec;
+      const int64_t lanes = rope_row_lanes(D, vec);
+      if (lanes == 0) continue;
       for (int threads : {64, 128, 256}) {
         if (threads > device.max_threads_per_block) continue;
         const int64_t rows_per_block = threads / lanes;
@@ -199,20 +233,17 @@ class RopeKvFamily final : public TemplateFamily {
     name << "rope_kv_" << m.variant << "_" << dtype_tag(m.dtype) << "_h";
     for (int64_t s = 0; s < m.facts.at("streams"); ++s) name << (s ? "x" : "") << m.facts.at("heads" + std::to_string(s));
     name << "_d" << m.facts.at("D");
-    if (m.facts.count("rope_theta_bits")) {
-      const double theta = std::bit_cast<double>(m.facts.at("rope_theta_bits"));
-      if (theta == static_cast<double>(static_cast<int64_t>(theta)))
-        name << "_theta" << static_cast<int64_t>(theta);
-      else
-        name << "_theta" << std::hex << m.facts.at("rope_theta_bits") << std::dec;
-      if (m.facts.at("rope_llama3")) name << "_llama3";
-    }
+    if (has_rope_facts(m)) name << "_" << rope_name(m);
+    // The norm's form where it is not the per-head one of the activation dtype.
+    for (int64_t s = 0; s < m.facts.at("streams"); ++s)
+      if (m.facts.count("norm_width" + std::to_string(s))) name << "_full" << s;
+    if (m.facts.count("norm_f32")) name << "_wf32";
     name << "_v" << p.at("vec") << "_t" << p.at("threads");
     return name.str();
   }
 
   std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
-    const int64_t lanes = m.facts.at("D") / 2 / p.at("vec");
+    const int64_t lanes = rope_row_lanes(m.facts.at("D"), p.at("vec"));
     Launch launch;
     launch.kernel = kernel_name(m, p);
     launch.grid_x = Extent{m.facts.at("rows"), 0, p.at("threads") / lanes};  // one row per (token, head)
