@@ -1,7 +1,11 @@
 // The advisor step: scope, budget, cache, backend, validation, records (see advisor.h).
 #include "advisor/advisor.h"
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #include "advisor/validate.h"
 #include "support/utf8.h"
@@ -23,12 +27,51 @@ std::string trimmed(std::string text) {
   return text;
 }
 
-std::string short_text(const std::string& text, size_t limit) { return text.size() > limit ? text.substr(0, limit) + "..." : text; }
+std::string short_text(const std::string& text, size_t limit) { return support::utf8::truncated(text, limit); }
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.0f s", seconds);
+  return text;
+}
+
+// While one question is outstanding, a progress line every `every` seconds it stays unanswered.
+class StallNotice {
+ public:
+  StallNotice(const LogFn& progress, const std::string& what, double every_s, std::chrono::steady_clock::time_point deadline) {
+    if (!progress) return;
+    thread_ = std::thread([this, progress, what, every_s, deadline] {
+      const auto start = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!answered_.wait_for(lock, std::chrono::duration<double>(every_s), [this] { return done_; })) {
+        const double left = std::max(0.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+        progress("advisor: still waiting for " + what + " (" + seconds_text(seconds_since(start)) + " so far; " + seconds_text(left) +
+                 " of the advice budget left)");
+      }
+    });
+  }
+  StallNotice(const StallNotice&) = delete;
+  StallNotice& operator=(const StallNotice&) = delete;
+  ~StallNotice() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    answered_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable answered_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace
 
 Expected<std::unique_ptr<Advisor>> Advisor::create(const AdvisorOptions& options, const std::filesystem::path& default_cache,
-                                                   const json& device, LogFn log) {
+                                                   const json& device, LogFn log, LogFn progress) {
   if (options.scope != "auto" && options.scope != "all")
     return error(ErrorCode::kInvalidArgument, "--advisor-scope must be auto or all, not '" + options.scope + "'");
   // The settings are recorded (artifact key, metadata.json, the cache): they must be text.
@@ -39,6 +82,7 @@ Expected<std::unique_ptr<Advisor>> Advisor::create(const AdvisorOptions& options
   advisor->options_ = options;
   advisor->device_ = device;
   advisor->log_ = std::move(log);
+  advisor->progress_ = std::move(progress);
   AC_ASSIGN_OR_RETURN(advisor->backend_, make_backend(options));
   advisor->key_ = known_keys(options);
   if (advisor->backend_ && advisor->backend_->kind() != "replay")
@@ -62,24 +106,50 @@ Exchange Advisor::exchange(const Request& request) {
   e.backend = backend_->identity();
   // A reply (or an error quoting one) is outside text: invalid UTF-8 in it is replaced here, where it
   // enters the compiler, so the validator, the cache, advice.json and metadata.json all see one text.
+  bool unreachable = false;
   if (auto cached = cache_.load(request)) {
     e.ok = true;
     e.reply = key_.redact(*cached);
     e.source = "cache";
   } else {
-    Reply reply = backend_->ask(request, *deadline_);
+    Reply reply = ask_backend(request);
     e.ok = reply.ok;
     e.reply = key_.redact(support::utf8::repaired(reply.text));
     e.error = key_.redact(support::utf8::repaired(reply.error));
     e.attempts = reply.attempts;
     e.source = backend_->kind() == "replay" ? "replay" : "backend";
     cache_.store(request, e);
+    unreachable = reply.unreachable;
+    if (unreachable) {
+      unreachable_ = e.error;
+      if (progress_)
+        progress_(key_.redact("advisor: " + backend_->identity() + " is unreachable (" + short_text(e.error, 300) +
+                              "): the remaining regions keep the heuristic order"));
+    }
   }
   e.seconds = seconds_since(start);
   exchanges_[request.hash] = {{"kind", e.kind}, {"region", e.region}, {"candidate", e.candidate}, {"ok", e.ok},
                               {"reply", e.reply}, {"error", e.error}, {"attempts", e.attempts}, {"seconds", e.seconds},
                               {"source", e.source}, {"request", request.body}};
+  if (unreachable) exchanges_[request.hash]["unreachable"] = true;  // so a replay stops asking at the same region
   return e;
+}
+
+Reply Advisor::ask_backend(const Request& request) {
+  // A line every quarter of the per-attempt timeout (between 1 and 15 s) a question stays unanswered.
+  const double every_s = std::clamp(options_.request_timeout_s / 4, 1.0, 15.0);
+  Reply reply;
+  {
+    StallNotice notice(progress_, key_.redact(backend_->identity()) + " on " + request.kind + " " + request.region, every_s, *deadline_);
+    reply = backend_->ask(request, *deadline_);
+  }
+  if (reply.ok && reply.text.size() > kMaxReplyBytes) {
+    reply.ok = false;
+    reply.error = "the reply is " + std::to_string(reply.text.size()) + " bytes, which exceeds the limit of " +
+                  std::to_string(kMaxReplyBytes >> 10) + " KiB for advice";
+    reply.text.clear();
+  }
+  return reply;
 }
 
 RegionAdvice Advisor::advise(const std::string& region_id, const plan::RegionPlan& plan) {
@@ -96,6 +166,10 @@ RegionAdvice Advisor::advise(const std::string& region_id, const plan::RegionPla
     char budget[32];
     std::snprintf(budget, sizeof(budget), "%g", options_.budget_s);
     advice.why = std::string("not asked: the advice time budget (") + budget + " s) is spent";
+    return advice;
+  }
+  if (!unreachable_.empty()) {
+    advice.why = "not asked: the advisor is unreachable (" + short_text(unreachable_, 200) + "); heuristic order";
     return advice;
   }
   advice.asked = true;
@@ -120,7 +194,7 @@ RegionAdvice Advisor::advise(const std::string& region_id, const plan::RegionPla
 Diagnosis Advisor::diagnose(const std::string& region_id, const plan::RegionPlan& plan, const plan::Candidate& candidate,
                             const std::string& log) {
   Diagnosis d;
-  if (!backend_ || budget_spent()) return d;
+  if (!backend_ || budget_spent() || !unreachable_.empty()) return d;
   const Request request = diagnosis_request(region_id, plan, candidate, log, device_);
   d.exchange = exchange(request);
   if (d.exchange.ok) {

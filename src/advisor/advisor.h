@@ -2,9 +2,13 @@
 // backend (through the cache), the reply judged by the validator, and everything recorded: the
 // exchange for advice.json and replay, the verdict for metadata.json, counts for the report.
 //
-// Order of a question: scope -> time budget -> cache -> backend -> cache store. Every string that
-// leaves here (replies, errors, log lines) has the API key redacted. Without a backend ("none")
-// nothing is asked and every region records why.
+// Order of a question: scope -> time budget -> reachable backend -> cache -> backend -> cache store.
+// Every string that leaves here (replies, errors, log lines) has the API key redacted. Without a
+// backend ("none") nothing is asked and every region records why. A reply longer than
+// kMaxReplyBytes is a failed exchange (no advice is that long), which bounds advice.json and the
+// cache. A backend that cannot be reached at all is asked once: the regions after it keep the
+// heuristic order, and a progress line says so; so does one line per stretch of a question that
+// goes unanswered, so a stalled advisor is visible while the budget runs down.
 #pragma once
 
 #include <chrono>
@@ -26,11 +30,16 @@ namespace agentcompile::advisor {
 
 using LogFn = std::function<void(const std::string&)>;
 
+// The longest advice reply taken (the schema's answer for the largest region is a few KiB).
+inline constexpr size_t kMaxReplyBytes = size_t{64} << 10;
+
 class Advisor {
  public:
-  // `default_cache` is used when options.cache_dir is empty; `device` goes into every request.
+  // `default_cache` is used when options.cache_dir is empty; `device` goes into every request. `log`
+  // receives a line per exchange (verbose), `progress` the lines always shown (a stalled question, an
+  // unreachable backend).
   static Expected<std::unique_ptr<Advisor>> create(const AdvisorOptions& options, const std::filesystem::path& default_cache,
-                                                   const nlohmann::json& device, LogFn log = {});
+                                                   const nlohmann::json& device, LogFn log = {}, LogFn progress = {});
 
   bool enabled() const { return backend_ != nullptr; }
 
@@ -50,6 +59,7 @@ class Advisor {
  private:
   Advisor() = default;
   Exchange exchange(const Request& request);
+  Reply ask_backend(const Request& request);
   bool budget_spent();
 
   AdvisorOptions options_;
@@ -58,7 +68,9 @@ class Advisor {
   AdviceCache cache_;
   nlohmann::json device_;
   LogFn log_;
+  LogFn progress_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;  // set at the first question
+  std::string unreachable_;  // why the backend cannot be reached, once an exchange found out
   nlohmann::json exchanges_ = nlohmann::json::object();
 };
 

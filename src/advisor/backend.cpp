@@ -1,4 +1,5 @@
 // Choosing a backend from the options, and its identity in artifact keys.
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +20,15 @@ Expected<std::unique_ptr<Backend>> make_backend(const AdvisorOptions& options) {
   if (spec == "openai" || spec == "anthropic") {
     if (options.model.empty())
       return error(ErrorCode::kInvalidArgument, "--advisor " + spec + " needs a model name (--advisor-model)");
+    // A variable named on purpose must hold the key: sending no auth header instead would fail every
+    // request with a 401 that says nothing about the variable. The default variables may be unset
+    // (local servers take no key).
+    if (!options.key_env.empty()) {
+      const char* value = std::getenv(options.key_env.c_str());
+      if (!value || !*value)
+        return error(ErrorCode::kInvalidArgument, "--advisor-key-env " + options.key_env + ": the environment variable " + options.key_env +
+                                                      (value ? " is empty" : " is not set"));
+    }
     const Secret backend_key = Secret::from_env({options.key_env.empty() ? default_key_env(spec) : options.key_env});
     return spec == "openai" ? make_openai_backend(options, backend_key) : make_anthropic_backend(options, backend_key);
   }

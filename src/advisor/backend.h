@@ -25,6 +25,7 @@ struct Reply {
   std::string text;   // the advice JSON the model wrote (not the API envelope)
   std::string error;  // why there is no reply; may contain server text: redact before recording
   int attempts = 0;
+  bool unreachable = false;  // the backend cannot be reached at all (connection refused, no such program): asking again is pointless
 };
 
 class Backend {
@@ -58,9 +59,11 @@ Expected<std::unique_ptr<Backend>> make_replay_backend(const std::string& file);
 // group after `timeout_s`.
 struct CommandResult {
   bool ok = false;        // exited with status 0 in time
-  std::string out;        // stdout (at most 4 MiB)
+  bool not_found = false; // the shell could not run the program (status 127)
+  std::string out;        // stdout (at most kMaxCommandOutput bytes: a program that writes more is killed)
   std::string error;      // "exited with status 3: <stderr tail>", "killed by signal 11", "no answer within 2 s"
 };
+inline constexpr size_t kMaxCommandOutput = size_t{4} << 20;
 CommandResult run_command(const std::string& program, const std::string& input, double timeout_s);
 
 }  // namespace agentcompile::advisor

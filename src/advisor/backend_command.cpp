@@ -19,7 +19,6 @@ namespace agentcompile::advisor {
 
 namespace {
 
-constexpr size_t kMaxOutput = size_t{4} << 20;
 constexpr size_t kStderrTail = 400;
 
 // Blocks SIGPIPE in this thread for the lifetime of the guard and swallows one raised meanwhile.
@@ -62,6 +61,7 @@ class CommandBackend final : public Backend {
     }
     CommandResult run = run_command(program_, prompt_text(request), std::min(options_.request_timeout_s, left));
     reply.ok = run.ok;
+    reply.unreachable = run.not_found;
     reply.text = std::move(run.out);
     reply.error = std::move(run.error);
     return reply;
@@ -112,6 +112,7 @@ CommandResult run_command(const std::string& program, const std::string& input, 
   size_t written = 0;
   std::string stderr_text;
   bool timed_out = false;
+  bool too_long = false;
   if (input.empty()) close_fd(to_child);
   while (from_child >= 0 || errors >= 0) {
     pollfd fds[3];
@@ -132,7 +133,11 @@ CommandResult run_command(const std::string& program, const std::string& input, 
     char buffer[65536];
     if (out_slot >= 0 && fds[out_slot].revents) {
       const ssize_t got = read(from_child, buffer, sizeof(buffer));
-      if (got > 0 && result.out.size() < kMaxOutput) result.out.append(buffer, static_cast<size_t>(got));
+      if (got > 0) result.out.append(buffer, static_cast<size_t>(got));
+      if (result.out.size() > kMaxCommandOutput) {  // no advice is this long: stop it rather than read on
+        too_long = true;
+        break;
+      }
       if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) close_fd(from_child);
     }
     if (err_slot >= 0 && fds[err_slot].revents) {
@@ -153,6 +158,14 @@ CommandResult run_command(const std::string& program, const std::string& input, 
   close_fd(from_child);
   close_fd(errors);
   int status = 0;
+  if (too_long) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    result.out.clear();
+    result.error = "the output exceeds the limit of " + std::to_string(kMaxCommandOutput >> 20) + " MiB: killed";
+    return result;
+  }
   if (timed_out) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
@@ -179,6 +192,7 @@ CommandResult run_command(const std::string& program, const std::string& input, 
                        " (" + strsignal(signal) + "))";
       } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         result.error = "exited with status " + std::to_string(WEXITSTATUS(status));
+        result.not_found = WEXITSTATUS(status) == 127;  // the shell's "command not found"
       } else {
         result.ok = true;
       }

@@ -4,6 +4,7 @@
 
 #include "advisor/backend.h"
 #include "advisor/http.h"
+#include "support/utf8.h"
 
 namespace agentcompile::advisor {
 
@@ -15,7 +16,7 @@ constexpr const char* kAnthropicVersion = "2023-06-01";
 constexpr const char* kAdviceTool = "record_advice";
 constexpr const char* kDiagnosisTool = "record_diagnosis";
 
-std::string excerpt(const std::string& text) { return text.size() > 300 ? text.substr(0, 300) + "..." : text; }
+std::string excerpt(const std::string& text) { return support::utf8::truncated(support::utf8::repaired(text), 300); }
 
 // The URL without credentials or query (what a record may show).
 std::string public_url(const std::string& url) {
@@ -28,9 +29,15 @@ std::string public_url(const std::string& url) {
   return out;
 }
 
-std::string join_url(std::string base, const std::string& path) {
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  return base + path;
+// `path` appended to the base URL's path, before its query ("https://h/v1?api-version=2" ->
+// "https://h/v1/chat/completions?api-version=2", as Azure-style endpoints need); a fragment is never sent.
+std::string join_url(const std::string& url, const std::string& path) {
+  const size_t fragment = url.find('#');
+  const std::string base = url.substr(0, fragment);
+  const size_t query = base.find('?');
+  std::string head = base.substr(0, query);
+  while (!head.empty() && head.back() == '/') head.pop_back();
+  return head + path + (query == std::string::npos ? "" : base.substr(query));
 }
 
 HttpPolicy policy_of(const AdvisorOptions& o, std::chrono::steady_clock::time_point deadline) {
@@ -48,6 +55,7 @@ Reply unwrap(const HttpResult& http, const std::function<Reply(const json&)>& ex
   reply.attempts = http.attempts;
   if (!http.ok) {
     reply.error = http.error;
+    reply.unreachable = http.unreachable;
     return reply;
   }
   const json envelope = json::parse(http.body, nullptr, false);

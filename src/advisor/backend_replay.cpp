@@ -33,6 +33,7 @@ class ReplayBackend final : public Backend {
     reply.text = e.value("reply", "");
     reply.error = e.value("error", "");
     reply.attempts = e.value("attempts", 0);
+    reply.unreachable = e.value("unreachable", false);
     return reply;
   }
 
@@ -57,7 +58,8 @@ Expected<std::unique_ptr<Backend>> make_replay_backend(const std::string& path) 
     const bool shaped = exchange.is_object() && exchange.contains("ok") && exchange["ok"].is_boolean() &&
                         (!exchange.contains("reply") || exchange["reply"].is_string()) &&
                         (!exchange.contains("error") || exchange["error"].is_string()) &&
-                        (!exchange.contains("attempts") || exchange["attempts"].is_number_integer());
+                        (!exchange.contains("attempts") || exchange["attempts"].is_number_integer()) &&
+                        (!exchange.contains("unreachable") || exchange["unreachable"].is_boolean());
     if (!shaped)
       return error(ErrorCode::kParse, file.string() + ": exchange " + hash +
                                           " is not a recorded exchange (an object with ok: bool, reply and error: strings, attempts: integer)");

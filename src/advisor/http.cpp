@@ -9,19 +9,28 @@
 #include <mutex>
 #include <thread>
 
+#include "support/utf8.h"
+
 namespace agentcompile::advisor {
 
 namespace {
 
-constexpr size_t kMaxBody = size_t{4} << 20;
 constexpr double kMaxBackoff_s = 8;
 constexpr double kMaxRetryAfter_s = 120;
 
+struct Body {
+  std::string text;
+  bool too_long = false;
+};
+
 size_t on_body(char* data, size_t size, size_t count, void* user) {
-  auto* body = static_cast<std::string*>(user);
+  auto* body = static_cast<Body*>(user);
   const size_t n = size * count;
-  if (body->size() + n > kMaxBody) return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
-  body->append(data, n);
+  if (body->text.size() + n > kMaxResponseBytes) {
+    body->too_long = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  body->text.append(data, n);
   return n;
 }
 
@@ -42,11 +51,14 @@ double retry_after_s(CURL* curl) {
   return std::max(0.0, std::difftime(when, std::time(nullptr)));
 }
 
+bool unreachable(CURLcode code) {
+  return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
 bool retryable(CURLcode code) {
   switch (code) {
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_PARTIAL_FILE:
-    case CURLE_COULDNT_CONNECT:
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
@@ -56,7 +68,7 @@ bool retryable(CURLcode code) {
   }
 }
 
-std::string excerpt(const std::string& text) { return text.size() > 300 ? text.substr(0, 300) + "..." : text; }
+std::string excerpt(const std::string& text) { return support::utf8::truncated(support::utf8::repaired(text), 300); }
 
 }  // namespace
 
@@ -81,7 +93,7 @@ HttpResult post_json(const std::string& url, const std::vector<std::string>& hea
     list = curl_slist_append(list, "Content-Type: application/json");
     list = curl_slist_append(list, "Expect:");
     char curl_error[CURL_ERROR_SIZE] = {0};
-    std::string response;
+    Body response;
     const long timeout_ms = static_cast<long>(std::ceil(1000 * std::min(policy.request_timeout_s, left)));
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
@@ -103,10 +115,13 @@ HttpResult post_json(const std::string& url, const std::vector<std::string>& hea
 
     result.attempts = attempt + 1;
     result.status = status;
-    result.body = std::move(response);
+    result.body = std::move(response.text);
     bool again = false;
-    if (code != CURLE_OK) {
+    if (response.too_long) {
+      result.error = "the response exceeds the limit of " + std::to_string(kMaxResponseBytes >> 20) + " MiB (HTTP " + std::to_string(status) + ")";
+    } else if (code != CURLE_OK) {
       result.error = std::string(curl_easy_strerror(code)) + (curl_error[0] ? std::string(": ") + curl_error : "");
+      result.unreachable = unreachable(code);
       again = retryable(code);
     } else if (status >= 200 && status < 300) {
       result.ok = true;

@@ -6,6 +6,7 @@
 
 #include "analysis/summary.h"
 #include "support/sha256.h"
+#include "support/utf8.h"
 
 namespace agentcompile::advisor {
 
@@ -114,7 +115,7 @@ Request diagnosis_request(const std::string& region_id, const plan::RegionPlan& 
   for (const auto& [name, value] : candidate.params) params.push_back(name);
   r.body = {{"format", "agentcompile-diagnosis-request/1"}, {"kind", "diagnosis"}, {"region", region_json(region_id, plan)},
             {"device", device}, {"candidate", candidate_json(candidate)},
-            {"nvrtc_log", log.size() > kMaxLogChars ? log.substr(0, kMaxLogChars) + "\n[truncated]" : log}};
+            {"nvrtc_log", support::utf8::truncated(support::utf8::repaired(log), kMaxLogChars, "\n[truncated]")}};
   r.schema = {{"type", "object"}, {"additionalProperties", false},
               {"required", {"region", "candidate", "diagnosis", "suspect_parameters"}},
               {"properties",

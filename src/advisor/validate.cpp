@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "support/utf8.h"
+
 namespace agentcompile::advisor {
 
 using json = nlohmann::json;
@@ -11,11 +13,9 @@ using json = nlohmann::json;
 namespace {
 
 constexpr size_t kMaxValueChars = 200;
-constexpr size_t kMaxNoteChars = 300;
+constexpr size_t kMaxNoteChars = 300;  // docs/advisor.md: a risk's note is kept, 300 characters
 
-std::string excerpt(const std::string& text, size_t limit = kMaxValueChars) {
-  return text.size() > limit ? text.substr(0, limit) + "..." : text;
-}
+std::string excerpt(const std::string& text, size_t limit = kMaxValueChars) { return support::utf8::truncated(text, limit); }
 
 std::string value_text(const json& value) { return excerpt(value.is_string() ? value.get<std::string>() : value.dump()); }
 

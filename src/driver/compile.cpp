@@ -280,7 +280,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   auto log = [&](const std::string& line) {
     if (options.verbose) progress(line);
   };
-  AC_ASSIGN_OR_RETURN(auto advisor, advisor::Advisor::create(options.advisor, cache_dir / "advice", advisor::device_json(profile), log));
+  AC_ASSIGN_OR_RETURN(auto advisor, advisor::Advisor::create(options.advisor, cache_dir / "advice", advisor::device_json(profile), log, progress));
 
   emit::Artifact artifact;
   artifact.nvrtc_version = codegen::nvrtc_version();

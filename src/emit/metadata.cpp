@@ -3,6 +3,7 @@
 // validated (with its errors), its measured latencies, which was selected per bucket and why (with
 // its rank in the measuring order), and whether the kernel is generated or a library call.
 #include "emit/artifact.h"
+#include "support/utf8.h"
 
 namespace agentcompile::emit {
 
@@ -68,8 +69,9 @@ json summary_json(const analysis::RegionSummary& s) {
 
 constexpr size_t kMaxReplyChars = 2000;
 
+// Cut between characters: a reply cut inside one would be invalid UTF-8, which no JSON may hold.
 std::string truncated(const std::string& text, size_t limit) {
-  return text.size() > limit ? text.substr(0, limit) + "... [" + std::to_string(text.size()) + " chars]" : text;
+  return support::utf8::truncated(text, limit, "... [" + std::to_string(text.size()) + " bytes]");
 }
 
 json exchange_json(const advisor::Exchange& e) {

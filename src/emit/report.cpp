@@ -4,6 +4,7 @@
 #include <set>
 
 #include "emit/artifact.h"
+#include "support/utf8.h"
 
 namespace agentcompile::emit {
 
@@ -32,7 +33,7 @@ std::string region_advice(const CompiledRegion& r) {
   std::string out;
   if (a.backend != "none") {
     out += "Advice: " + std::string(a.asked ? "asked" : "not asked") + " (" + a.why + ")";
-    if (a.exchange && !a.exchange->ok) out += "; exchange failed: " + a.exchange->error.substr(0, 200);
+    if (a.exchange && !a.exchange->ok) out += "; exchange failed: " + support::utf8::truncated(a.exchange->error, 200);
     if (a.exchange && a.exchange->ok) {
       const auto& v = a.verdict;
       out += "; accepted " + std::to_string(v.accepted_count()) + ", rejected " + std::to_string(v.rejected.size()) + ", ignored " +
@@ -47,7 +48,7 @@ std::string region_advice(const CompiledRegion& r) {
       for (const auto& rejection : v.rejected) out += "; rejected " + rejection.part + " (" + rejection.reason + ")";
     }
     for (const auto& d : a.diagnoses)
-      out += "; diagnosis of " + d.exchange.candidate + " (recorded, never used): " + (d.exchange.ok ? d.text.substr(0, 200) : d.exchange.error);
+      out += "; diagnosis of " + d.exchange.candidate + " (recorded, never used): " + (d.exchange.ok ? support::utf8::truncated(d.text, 200) : d.exchange.error);
     out += ".  \n";
   }
   const auto& s = r.search;

@@ -1,6 +1,7 @@
 // UTF-8 validation and maximal-subpart repair (see utf8.h).
 #include "support/utf8.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace agentcompile::support::utf8 {
@@ -133,6 +134,21 @@ bool is_white_space(uint32_t cp) {
   if (cp < 0x85) return false;
   return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
          cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+std::string truncated(std::string_view text, size_t max_chars, std::string_view marker) {
+  auto is_continuation = [](char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; };
+  // The byte where character number `n` starts (text.size() when there are fewer).
+  auto start_of = [&](size_t n) {
+    size_t pos = 0;
+    for (size_t seen = 0; pos < text.size(); ++pos)
+      if (!is_continuation(text[pos]) && seen++ == n) return pos;
+    return text.size();
+  };
+  if (start_of(max_chars) == text.size()) return std::string(text);
+  const size_t marker_chars = static_cast<size_t>(std::count_if(marker.begin(), marker.end(), [&](char c) { return !is_continuation(c); }));
+  const size_t keep = max_chars > marker_chars ? max_chars - marker_chars : 0;
+  return std::string(text.substr(0, start_of(keep))) + std::string(marker);
 }
 
 }  // namespace agentcompile::support::utf8

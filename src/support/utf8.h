@@ -24,6 +24,12 @@ size_t append_repaired(std::string& out, std::string_view bytes, bool final);
 // `bytes` itself when valid, otherwise a repaired copy.
 std::string repaired(std::string_view bytes);
 
+// At most `max_chars` characters of `text`, cut between characters: when `text` is longer, its first
+// characters followed by `marker`, the marker counted in `max_chars`. `text` should be valid UTF-8
+// (repaired first); a cut then never makes it invalid. Every record of outside text (advisor replies,
+// notes, errors) is cut with this.
+std::string truncated(std::string_view text, size_t max_chars, std::string_view marker = "...");
+
 // Appends the UTF-8 encoding of a scalar value (surrogates and values past U+10FFFF are not checked).
 void append_code_point(std::string& out, uint32_t code_point);
 
