@@ -27,7 +27,7 @@ struct ConfigLimits {
   static constexpr double kParameters = 4e12;
 };
 
-// kInvalidArgument naming `source` and the key at fault.
-Status check_config_invariants(const ModelConfig& config, const std::string& source);
+// kInvalidArgument naming `source` and the key at fault (as `names` spells it).
+Status check_config_invariants(const ModelConfig& config, const std::string& source, const ConfigKeyNames& names = {});
 
 }  // namespace agentcompile::frontend

@@ -180,7 +180,18 @@ Expected<ModelConfig> gguf_model_config(const GgufFile& gguf, const std::string&
                                           std::to_string(vocab));
     raw[hf_key] = *id;
   }
-  return parse_hf_config(raw, source);
+  // Errors about the equivalent config.json name the GGUF keys the values came from.
+  ConfigKeyNames names;
+  for (auto [hf_key, gguf_key] : {std::pair{"hidden_size", "embedding_length"}, {"intermediate_size", "feed_forward_length"},
+                                  {"num_hidden_layers", "block_count"}, {"num_attention_heads", "attention.head_count"},
+                                  {"num_key_value_heads", "attention.head_count_kv"}, {"head_dim", "attention.key_length"},
+                                  {"max_position_embeddings", "context_length"}, {"rms_norm_eps", "attention.layer_norm_rms_epsilon"},
+                                  {"rope_theta", "rope.freq_base"}})
+    names[hf_key] = "GGUF metadata key '" + p + gguf_key + "'";
+  names["bos_token_id"] = "GGUF metadata key 'tokenizer.ggml.bos_token_id'";
+  names["eos_token_id"] = "GGUF metadata key 'tokenizer.ggml.eos_token_id'";
+  names["vocab_size"] = "the vocabulary size (dims[1] of tensor 'token_embd.weight')";
+  return parse_hf_config(raw, source, names);
 }
 
 std::string gguf_to_hf_name(std::string_view name) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +50,15 @@ struct ModelConfig {
   nlohmann::json raw;  // the config as read, so it can be written back unchanged
 };
 
-// Parses and checks a config; errors name the source and the key at fault.
-Expected<ModelConfig> parse_hf_config(const nlohmann::json& json, const std::string& source);
+// How a configuration's source names config.json's keys in messages (config.json key -> words): a
+// GGUF file maps them to its own ("num_hidden_layers" -> "GGUF metadata key 'llama.block_count'").
+// Keys without an entry are "key '<name>'".
+using ConfigKeyNames = std::map<std::string, std::string>;
+std::string config_key_name(const ConfigKeyNames& names, const std::string& key);
+
+// Parses and checks a config; errors name the source and the key at fault (as `names` spells it).
+// Keys that change what the model computes are honoured or refused (see model_config.cpp).
+Expected<ModelConfig> parse_hf_config(const nlohmann::json& json, const std::string& source, const ConfigKeyNames& names = {});
 Expected<ModelConfig> read_hf_config(const std::filesystem::path& path);
 
 // Architectures with a graph builder.
