@@ -5,13 +5,14 @@
 // length, twelve per nested array header...), so a corrupted count fails fast instead of allocating.
 #include "frontend/gguf.h"
 
-
 #include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <system_error>
 #include <unordered_set>
+
+#include "frontend/tensor_ranges.h"
 
 namespace agentcompile::frontend {
 
@@ -199,8 +200,10 @@ Status read_tensor_info(Cursor& in, size_t index, GgufTensorInfo& tensor) {
   const std::string context = "tensor '" + tensor.name + "'";
   uint32_t n_dims = 0;
   AC_TRY(in.read(n_dims, context, "n_dims"));
-  if (n_dims > kMaxDims)
-    return in.fail(context, "has " + std::to_string(n_dims) + " dims (at most " + std::to_string(kMaxDims) + ")", at);
+  // ggml writes at least one dim (a scalar is [1]); 0 means the directory is corrupt, and reading on
+  // would take the dims' bytes for the type.
+  if (n_dims < 1 || n_dims > kMaxDims)
+    return in.fail(context, "n_dims is " + std::to_string(n_dims) + "; it must be 1 to " + std::to_string(kMaxDims), at);
   int64_t elements = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     uint64_t dim = 0;
@@ -410,6 +413,9 @@ Expected<GgufFile> parse_gguf(const uint8_t* data, size_t size, const std::strin
                                           std::to_string(available) + " bytes, from file offset " +
                                           std::to_string(file.data_offset) + ")");
   }
+  std::vector<TensorRange> ranges;
+  for (const auto& tensor : file.tensors) ranges.push_back({&tensor.name, tensor.offset, tensor.offset + tensor.bytes});
+  AC_TRY(check_disjoint(source, std::move(ranges)));
   return file;
 }
 

@@ -8,7 +8,8 @@
 // elements (arrays may nest). Tensor dims are listed innermost first: dims[0] is the row length.
 //
 // Every byte is untrusted: each length and count is bounded by the bytes that remain before anything is
-// allocated, and every tensor's byte range is checked to lie in the file. The parser is fuzzed
+// allocated, and every tensor's byte range is checked to lie in the file and to share no byte with
+// another tensor's (tensor_ranges.h), as safetensors' are. The parser is fuzzed
 // (tests/fuzz/fuzz_gguf_header.cpp).
 #pragma once
 

@@ -238,6 +238,11 @@ void unpermute_llama_rows(std::vector<float>& data, int64_t rows, int64_t heads)
   data.swap(out);
 }
 
+std::string GgufStore::tensor_label(const std::string& name) const {
+  const GgufTensorInfo* tensor = gguf_tensor(name);
+  return tensor && tensor->name != name ? "'" + name + "' (GGUF tensor '" + tensor->name + "')" : "'" + name + "'";
+}
+
 const GgufTensorInfo* GgufStore::gguf_tensor(const std::string& hf_name) const {
   auto it = entries_.find(hf_name);
   return it == entries_.end() ? nullptr : it->second.tensor;

@@ -34,6 +34,7 @@ class GgufStore : public WeightStore {
   // and the tensor.
   Status read_f32(const std::string& name, std::vector<float>& out) const override;
   std::string source() const override { return file_->path().string(); }
+  std::string tensor_label(const std::string& name) const override;
   bool dtypes_are_exact() const override { return false; }
 
   const GgufFile& gguf() const { return file_->gguf(); }

@@ -1,6 +1,8 @@
 // Opening a model by path: HF directory, config.json, or GGUF file (see model_source.h).
 #include "frontend/model_source.h"
 
+#include <algorithm>
+
 #include "frontend/gguf.h"
 #include "frontend/gguf_model.h"
 #include "frontend/model_builder.h"
@@ -22,10 +24,40 @@ const char* model_format_name(ModelFormat format) {
 
 namespace {
 
-// Weights must agree with the graph the config implies, so wrong kernels never see wrong shapes.
-Status check_against_config(const ModelSource& source) {
-  AC_ASSIGN_OR_RETURN(ir::Module module, build_module(source.config));
-  return check_weights(module, *source.weights);
+// A tensor a checkpoint may carry that the graph does not use: transformers before 4.31 saved every
+// layer's rotary inv_freq buffer, which it (and the builders) recompute from the config on load.
+bool is_rotary_buffer(const TensorInfo& tensor, const ModelConfig& config) {
+  return tensor.name.ends_with(".rotary_emb.inv_freq") && tensor.shape == std::vector<int64_t>{config.head_dim / 2};
+}
+
+// Every tensor of the checkpoint is a parameter of the graph or a rotary buffer. A tensor left over
+// means the config describes another model than the checkpoint holds (a qwen3 checkpoint labelled
+// llama loses its q/k norms, a qwen2 one its biases), and the answers would be wrong, so it is an
+// error naming the tensors.
+Status check_all_tensors_used(const ir::Module& module, const WeightStore& store, const ModelConfig& config) {
+  std::vector<std::string> unused;
+  for (const TensorInfo& tensor : store.tensors())
+    if (!module.find_param(tensor.name) && !is_rotary_buffer(tensor, config)) unused.push_back(tensor.name);
+  if (unused.empty()) return Status::ok();
+  if (config.tie_word_embeddings && std::find(unused.begin(), unused.end(), "lm_head.weight") != unused.end())
+    return error(ErrorCode::kMismatch, store.source() + ": tensor " + store.tensor_label("lm_head.weight") +
+                                           " is not used: the config sets tie_word_embeddings, so the output projection is "
+                                           "model.embed_tokens.weight (set tie_word_embeddings to false to use lm_head.weight)");
+  std::string names;
+  for (size_t i = 0; i < unused.size() && i < 3; ++i) names += (i ? ", " : "") + store.tensor_label(unused[i]);
+  if (unused.size() > 3) names += " and " + std::to_string(unused.size() - 3) + " more";
+  return error(ErrorCode::kMismatch, store.source() + ": " + (unused.size() == 1 ? "tensor " : "tensors ") + names + " " +
+                                         (unused.size() == 1 ? "is" : "are") + " not used by the " + config.model_type +
+                                         " graph this config describes (is model_type '" + config.model_type +
+                                         "' right for this checkpoint?)");
+}
+
+// Weights must agree with the graph the config implies, both ways: every parameter present with its
+// shape (so wrong kernels never see wrong shapes), and every tensor used.
+Status check_against_config(const ModelConfig& config, const WeightStore& weights) {
+  AC_ASSIGN_OR_RETURN(ir::Module module, build_module(config));
+  AC_TRY(check_weights(module, weights));
+  return check_all_tensors_used(module, weights, config);
 }
 
 }  // namespace
@@ -40,10 +72,8 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
     source.format = ModelFormat::kGguf;
     AC_ASSIGN_OR_RETURN(auto store, open_gguf_checkpoint(path));
     AC_ASSIGN_OR_RETURN(source.config, gguf_model_config(store->gguf(), path.string()));
-    if (with_weights) {
-      source.weights = std::move(store);
-      AC_TRY(check_against_config(source));
-    }
+    AC_TRY(check_against_config(source.config, *store));
+    if (with_weights) source.weights = std::move(store);
     return source;
   }
   if (fs::is_regular_file(path)) {
@@ -75,11 +105,14 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
   AC_ASSIGN_OR_RETURN(source.config, read_hf_config(config_path));
   const bool has_weights = fs::exists(path / "model.safetensors") || fs::exists(path / "model.safetensors.index.json");
   source.format = has_weights ? ModelFormat::kHfCheckpoint : ModelFormat::kHfConfigOnly;
-  if (with_weights) {
-    if (!has_weights)
-      return error(ErrorCode::kNotFound, path.string() + ": no model.safetensors or model.safetensors.index.json");
-    AC_ASSIGN_OR_RETURN(source.weights, open_safetensors_checkpoint(path));
-    AC_TRY(check_against_config(source));
+  if (with_weights && !has_weights)
+    return error(ErrorCode::kNotFound, path.string() + ": no model.safetensors or model.safetensors.index.json");
+  if (has_weights) {
+    // Mapping the shards reads their headers only; the parser checks every tensor's bytes lie in its
+    // file, so a truncated shard is noticed here too by the tools that never read a weight.
+    AC_ASSIGN_OR_RETURN(auto store, open_safetensors_checkpoint(path));
+    AC_TRY(check_against_config(source.config, *store));
+    if (with_weights) source.weights = std::move(store);
   }
   return source;
 }

@@ -33,8 +33,13 @@ struct ModelSource {
 const char* model_format_name(ModelFormat format);
 
 // `path` is a directory with config.json (+ safetensors), a config .json file, or a .gguf file.
-// With `with_weights`, the weights are opened (memory-mapped, not read) and checked against the
-// module the config implies: every tensor present, shapes (and exact dtypes) as the config says.
+// A checkpoint's weights (safetensors shards or GGUF) are always mapped, not read, and checked against
+// the module the config implies, also without `with_weights` (inspect, compile): every parameter
+// present with the config's shape (and exact dtype), every stored byte range inside its file, and
+// every tensor used by the graph, except the rotary inv_freq buffers old transformers saved (derived
+// from the config, which is what transformers itself does with them). An lm_head.weight beside tied
+// embeddings is refused rather than silently replaced by the embedding. With `with_weights` the
+// store is kept in the source.
 Expected<ModelSource> open_model(const std::filesystem::path& path, bool with_weights);
 
 // The model's IR module as its source defines it: the builder's graph for a config, checkpoint or GGUF

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/tensor_ranges.h"
+
 namespace agentcompile::frontend {
 
 // Tensor bytes are used in place, as the host's native numbers.
@@ -124,28 +126,11 @@ Status parse_entry(const std::string& source, const std::string& name, const jso
                                    std::to_string(entry.end));
   if (entry.end > data_size)
     return parse_error(source, where + ": data_offsets end " + std::to_string(entry.end) +
-                                   " is past the data section (" + std::to_string(data_size) + " bytes)");
+                                   " is past the data section (" + std::to_string(data_size) + " bytes: is the file truncated?)");
   if (entry.end - entry.begin != bytes)
     return parse_error(source, where + ": data_offsets span " + std::to_string(entry.end - entry.begin) +
                                    " bytes but " + dtype + " with " + std::to_string(elements) +
                                    " elements needs " + std::to_string(bytes));
-  return Status::ok();
-}
-
-Status check_no_overlap(const std::string& source, const std::vector<SafetensorsEntry>& tensors) {
-  std::vector<const SafetensorsEntry*> by_offset;
-  for (const auto& entry : tensors)
-    if (entry.end > entry.begin) by_offset.push_back(&entry);  // empty tensors own no bytes
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const auto* a, const auto* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
-  const SafetensorsEntry* reach = nullptr;  // the entry reaching furthest so far
-  for (const auto* entry : by_offset) {
-    if (reach && entry->begin < reach->end)
-      return parse_error(source, "tensors '" + reach->name + "' [" + std::to_string(reach->begin) + ", " +
-                                     std::to_string(reach->end) + ") and '" + entry->name + "' [" +
-                                     std::to_string(entry->begin) + ", " + std::to_string(entry->end) + ") overlap");
-    if (!reach || entry->end > reach->end) reach = entry;
-  }
   return Status::ok();
 }
 
@@ -196,7 +181,9 @@ Expected<SafetensorsHeader> parse_safetensors_header(const uint8_t* data, size_t
     AC_TRY(parse_entry(source, it.key(), *it, header.data_size, entry));
     header.tensors.push_back(std::move(entry));
   }
-  AC_TRY(check_no_overlap(source, header.tensors));
+  std::vector<TensorRange> ranges;
+  for (const auto& entry : header.tensors) ranges.push_back({&entry.name, entry.begin, entry.end});
+  AC_TRY(check_disjoint(source, std::move(ranges)));
   return header;
 }
 

@@ -28,6 +28,9 @@ class WeightStore {
   virtual Status read_f32(const std::string& name, std::vector<float>& out) const = 0;
   // What the store was read from, for messages.
   virtual std::string source() const = 0;
+  // A tensor as messages name it: "'model.norm.weight'", and where the file spells it otherwise,
+  // that name too ("'model.norm.weight' (GGUF tensor 'output_norm.weight')").
+  virtual std::string tensor_label(const std::string& name) const { return "'" + name + "'"; }
   // True when tensors keep their checkpoint dtype (safetensors); false when stored dtypes are
   // quantized encodings of the model's weights (GGUF), so dtype checks against the config are skipped.
   virtual bool dtypes_are_exact() const = 0;
