@@ -12,6 +12,7 @@
 #include "token_list.h"
 #include "frontend/model_source.h"
 #include "ir/interpreter.h"
+#include "ir/thread_pool.h"
 #include "ir/verifier.h"
 #include "tokenizer/generation_config.h"
 #include "tokenizer/tokenizer.h"
@@ -52,6 +53,10 @@ void run_reference(const ReferenceOptions& options) {
 
   const int64_t needed = static_cast<int64_t>(prompt.size()) + options.new_tokens;
   const int64_t context = options.max_context > 0 ? options.max_context : needed;
+  // Rows past the model's context could never be used.
+  if (options.max_context > source->config.max_position_embeddings)
+    fail("--max-context " + std::to_string(context) + " exceeds the model's context of " +
+         std::to_string(source->config.max_position_embeddings));
   if (needed > context)
     fail("prompt (" + std::to_string(prompt.size()) + " tokens) + -n " + std::to_string(options.new_tokens) +
          " exceeds --max-context " + std::to_string(context));
@@ -99,8 +104,9 @@ void add_reference_command(CLI::App& app) {
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text, sent through the chat template unless --raw (prints text)");
   cmd->add_flag("--raw", options->raw, "With -p: no chat template");
   cmd->add_option("-n,--new-tokens", options->new_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-context", options->max_context, "KV-cache rows to allocate (default: prompt + n)");
-  cmd->add_option("--threads", options->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--max-context", options->max_context, "KV-cache rows to allocate (default: prompt + n; at most the model's context)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", options->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, ir::ThreadPool::kMaxThreads));
   cmd->callback([options] { run_reference(*options); });
 }
 

@@ -19,6 +19,7 @@
 #include "frontend/checkpoint_output.h"
 #include "frontend/model_builder.h"
 #include "frontend/safetensors.h"
+#include "support/host_limits.h"
 
 namespace agentcompile::frontend {
 
@@ -187,6 +188,7 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
   std::vector<std::vector<Planned>> shards(1);
   std::vector<uint64_t> shard_bytes(1, 0);
   for (const auto& param : module.params) {
+    // The configuration's bounds keep these products far from overflow (config_invariants.h).
     uint64_t elements = 1;
     for (const auto& dim : param.type.shape) elements *= static_cast<uint64_t>(dim.value);
     const uint64_t bytes = elements * ir::dtype_size(dtype);
@@ -206,6 +208,19 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
   if (!generation.empty()) names.push_back("generation_config.json");
   for (size_t s = 0; s < shards.size(); ++s) names.push_back(shards.size() == 1 ? "model.safetensors" : shard_file_name(s, shards.size()));
   if (shards.size() > 1) names.push_back("model.safetensors.index.json");
+
+  // A shard is made in memory whole, and the checkpoint must fit on disk: both are checked before
+  // anything is allocated or written.
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const Planned* largest = &shards[s].front();
+    for (const Planned& planned : shards[s])
+      if (planned.bytes > largest->bytes) largest = &planned;
+    AC_TRY(support::check_host_allocation(
+        shard_bytes[s], "random checkpoint: shard " + names[(generation.empty() ? 1 : 2) + s] + " (" + std::to_string(shards[s].size()) +
+                            " tensors, the largest '" + largest->param->name + "' " + largest->param->type.to_string() + ")"));
+  }
+  AC_TRY(support::check_disk_space(out_dir, result.tensor_bytes,
+                                   "random checkpoint of " + std::to_string(result.parameters) + " parameters (" + std::string(ir::dtype_name(dtype)) + ")"));
   AC_ASSIGN_OR_RETURN(CheckpointOutput output, CheckpointOutput::open(out_dir, names, force));
   AC_TRY(write_json(output.staged("config.json"), config_json));
   if (!generation.empty()) AC_TRY(write_json(output.staged("generation_config.json"), generation));

@@ -18,6 +18,7 @@
 #include "ir/interpreter_exec.h"
 #include "ir/interpreter_ops.h"
 #include "ir/thread_pool.h"
+#include "support/host_limits.h"
 
 namespace agentcompile::ir {
 
@@ -137,6 +138,7 @@ struct Interpreter::Impl {
   std::map<std::string, Tensor> weights;
   std::map<std::string, Tensor> states;
   std::map<std::string, Plan> plans;
+  uint64_t held = 0;  // bytes of `weights` and `states`, for the host allocation guard
 
   struct RopeEntry {
     std::vector<float> inv_freq;
@@ -160,12 +162,17 @@ struct Interpreter::Impl {
       return error(ErrorCode::kUnsupported, "parameter " + name + " is " + param->type.to_string() +
                                                 "; the interpreter holds only float, i32 and bool values");
     AC_ASSIGN_OR_RETURN(Tensor tensor, param->is_alias() ? alias_rows(*param) : load(*param));
+    held += static_cast<uint64_t>(tensor.elements()) * 4;
     return weights.emplace(name, std::move(tensor)).first->second;
   }
 
   Expected<Tensor> load(const ParamDecl& param) {
     const std::string& name = param.name;
     if (!loader) return error(ErrorCode::kNotFound, "no weight loader to load " + name);
+    // The loader allocates the values: check first that the host can hold them.
+    uint64_t bytes = UINT64_MAX;  // stays so if the product overflows
+    support::checked_bytes(static_cast<uint64_t>(static_elements(param.type.shape)), 4, bytes);
+    AC_TRY(support::check_host_allocation(bytes, "weight '" + name + "' " + param.type.to_string(), held));
     std::vector<float> data;
     Status status = loader(name, data);
     if (!status.is_ok()) return status.with_context("loading weight " + name);
@@ -215,7 +222,9 @@ struct Interpreter::Impl {
       return error(ErrorCode::kInvalidArgument,
                    at + ": " + param.type.to_string() + " does not fit in " + source->type.to_string());
     AC_ASSIGN_OR_RETURN(Tensor whole, weight(param.alias_of));
-    Tensor rows = exec::make_tensor(param.type.dtype, SymbolBindings{}.resolve(a));
+    auto made = exec::make_tensor(param.type.dtype, SymbolBindings{}.resolve(a), held);
+    if (!made) return made.status().with_context(at);
+    Tensor rows = std::move(made).value();
     const int64_t row = rows.elements() / std::max<int64_t>(1, rows.shape[0]);  // elements per leading row
     const int64_t begin = param.alias_row * row;
     if (rows.is_int())
@@ -238,9 +247,33 @@ struct Interpreter::Impl {
     for (const Dim& dim : decl->type.shape)
       if (dim.symbol == Symbol::kT)
         return error(ErrorCode::kInvalidArgument, "state " + name + " " + decl->type.to_string() + " depends on T");
+    if (states.empty()) AC_TRY(check_states_fit());
     SymbolBindings bindings;
     bindings.L = options.max_context;
-    return states.emplace(name, exec::make_tensor(decl->type.dtype, bindings.resolve(decl->type.shape))).first->second;
+    auto made = exec::make_tensor(decl->type.dtype, bindings.resolve(decl->type.shape), held);
+    if (!made) return made.status().with_context("state '" + name + "' (max_context " + std::to_string(options.max_context) + ")");
+    held += static_cast<uint64_t>(made->elements()) * 4;
+    return states.emplace(name, std::move(made).value()).first->second;
+  }
+
+  // Every state lives as long as the interpreter: before the first is allocated, all of them together
+  // must fit, so a context the host cannot hold fails at once, naming its size.
+  Status check_states_fit() const {
+    SymbolBindings bindings;
+    bindings.L = options.max_context;
+    uint64_t total = 0;
+    bool alike = true;
+    for (const StateDecl& decl : module.states) {
+      uint64_t bytes = 0;
+      if (!support::checked_bytes(bindings.resolve(decl.type.shape), 4, bytes) || __builtin_add_overflow(total, bytes, &total))
+        total = UINT64_MAX;
+      alike = alike && decl.type.shape == module.states.front().type.shape;
+    }
+    if (module.states.empty()) return Status::ok();
+    const std::string what = std::to_string(module.states.size()) + " states (KV caches) " +
+                             (alike ? "of f32" + shape_text(bindings.resolve(module.states.front().type.shape))
+                                    : "at max_context " + std::to_string(options.max_context));
+    return support::check_host_allocation(total, what, held);
   }
 
   const kernels::RopeTable& rope_table(const std::vector<float>& inv_freq, float scale, int64_t pos, int64_t T) {
@@ -326,7 +359,7 @@ struct Interpreter::Impl {
     std::vector<Tensor> values(function->values.size());
     for (size_t i = 0; i < args.size(); ++i) {
       const TensorType& type = function->type(function->args[i]);
-      Tensor tensor = exec::make_tensor(type.dtype, args[i].shape);
+      AC_ASSIGN_OR_RETURN(Tensor tensor, exec::make_tensor(type.dtype, args[i].shape, held));
       if (tensor.is_int())
         *tensor.i32 = args[i].i32;
       else
@@ -342,6 +375,7 @@ struct Interpreter::Impl {
                                 int64_t T) -> const kernels::RopeTable& { return rope_table(inv_freq, scale, pos, T); };
     for (size_t i = 0; i < function->nodes.size(); ++i) {
       const Node& node = function->nodes[i];
+      context.held_bytes = held;
       auto result = execute(context, *function, node, values, bindings);
       if (!result) return result.status().with_context(describe_node(*function, i));
       values[node.result] = std::move(result).value();

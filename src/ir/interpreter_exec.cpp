@@ -12,6 +12,8 @@
 #include <cmath>
 #include <limits>
 
+#include "support/host_limits.h"
+
 namespace agentcompile::ir::exec {
 
 int64_t Tensor::elements() const {
@@ -20,7 +22,14 @@ int64_t Tensor::elements() const {
   return count;
 }
 
-Tensor make_tensor(DType dtype, std::vector<int64_t> shape) {
+Expected<Tensor> make_tensor(DType dtype, std::vector<int64_t> shape, uint64_t held) {
+  std::string what = std::string("a ") + (int_storage(dtype) ? "i32[" : "f32[");  // how the values are held
+  for (size_t i = 0; i < shape.size(); ++i) what += (i ? ", " : "") + std::to_string(shape[i]);
+  what += "] tensor";
+  uint64_t bytes = 0;  // every value is held in 4 bytes (f32 or i32)
+  if (!support::checked_bytes(shape, 4, bytes))
+    return error(ErrorCode::kResourceExhausted, what + " has more bytes than a 64-bit size can count");
+  AC_TRY(support::check_host_allocation(bytes, what, held));
   Tensor tensor;
   tensor.dtype = dtype;
   tensor.shape = std::move(shape);
@@ -316,7 +325,7 @@ Expected<Tensor> execute_node(Context& context, const Function& function, const 
                                                 " on float operands only; operand " + std::to_string(i) + " is " +
                                                 std::string(dtype_name(in[i]->dtype)));
 
-  Tensor out = make_tensor(type.dtype, shape);
+  AC_ASSIGN_OR_RETURN(Tensor out, make_tensor(type.dtype, shape, context.held_bytes));
   const OpClass op_class = op_info(node.op).op_class;
   if (op_class == OpClass::kPointwise) return run_pointwise(node, in, std::move(out));
   if (op_class == OpClass::kLayout || op_class == OpClass::kGather) return run_layout(node, in, std::move(out));

@@ -49,8 +49,9 @@ struct Tensor {
   }
 };
 
-// A fresh zeroed tensor of `dtype`.
-Tensor make_tensor(DType dtype, std::vector<int64_t> shape);
+// A fresh zeroed tensor of `dtype`, or kResourceExhausted (naming the type and its bytes) when the
+// host cannot hold it beside the `held` bytes the interpreter already keeps (support/host_limits.h).
+Expected<Tensor> make_tensor(DType dtype, std::vector<int64_t> shape, uint64_t held = 0);
 
 // Calls fn(T{}) with T the element type of storage of that class: int32_t or float.
 template <typename Fn>
@@ -70,6 +71,8 @@ struct Context {
   // computed once per distinct (inv_freq, scale, pos, T).
   std::function<const kernels::RopeTable&(const std::vector<float>& inv_freq, float scale, int64_t pos, int64_t T)>
       rope_table;
+  // Bytes of the weights and states the interpreter keeps: a node's result must fit beside them.
+  uint64_t held_bytes = 0;
 };
 
 // Runs `node` on `values` (operands are defined; types were checked against inference when the

@@ -2,12 +2,19 @@
 #include "ir/thread_pool.h"
 
 #include <algorithm>
+#include <system_error>
 
 namespace agentcompile::ir {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  threads = std::min(threads, kMaxThreads);
+  // A host that refuses another thread (ulimit -u, memory for stacks) gets a smaller pool: results
+  // do not depend on the thread count, and a constructor has no error to return.
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error&) {
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -16,7 +16,11 @@ namespace agentcompile::ir {
 
 class ThreadPool {
  public:
-  // `threads` counts the caller; 0 means std::thread::hardware_concurrency().
+  // The most threads a pool starts; more never pay off for the interpreter's loops.
+  static constexpr int kMaxThreads = 1024;
+
+  // `threads` counts the caller; 0 means std::thread::hardware_concurrency(). At most kMaxThreads
+  // are used, and fewer when the host refuses to start more.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
