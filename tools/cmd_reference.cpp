@@ -1,7 +1,8 @@
-// `agentcompile reference MODEL (--tokens IDS | -p TEXT) -n N`: greedy generation on the CPU reference
-// interpreter. This is the numerical ground truth the compiled kernels are held to, and the no-GPU path
-// of the demo. A text prompt goes through the model's tokenizer and chat template (unless --raw); the
-// reply is printed as text, cut at the first end-of-sequence token.
+// `agentcompile reference MODEL (--tokens IDS | -p TEXT | -p - | --prompt-file FILE) -n N`: greedy
+// generation on the CPU reference interpreter. This is the numerical ground truth the compiled kernels
+// are held to, and the no-GPU path of the demo. A text prompt goes through the model's tokenizer and
+// chat template (unless --raw), as `run` does; the reply is printed as text, cut at the first
+// end-of-sequence token.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -23,7 +24,8 @@ namespace {
 
 struct ReferenceOptions {
   std::string model;
-  std::string tokens, prompt;
+  std::string tokens;
+  PromptFlags prompt;
   bool raw = false;
   int new_tokens = 16;
   int64_t max_context = 0;
@@ -31,16 +33,17 @@ struct ReferenceOptions {
 };
 
 void run_reference(const ReferenceOptions& options) {
-  if (options.tokens.empty() == options.prompt.empty()) fail("give exactly one of --tokens IDS or -p TEXT");
+  if (options.tokens.empty() == !options.prompt.given()) fail("give exactly one of --tokens IDS, -p TEXT or --prompt-file FILE");
   std::optional<tokenizer::Tokenizer> text;
   std::vector<int32_t> prompt;
   if (!options.tokens.empty()) {
     prompt = parse_token_list(options.tokens);
   } else {
+    const std::string prompt_text = read_prompt(options.prompt);
     auto loaded = tokenizer::Tokenizer::from_model_path(options.model);
     if (!loaded) fail(loaded.status().to_string());
     text.emplace(std::move(*loaded));
-    prompt = encode_prompt(*text, {{"user", options.prompt}}, options.raw);
+    prompt = encode_prompt(*text, {{"user", prompt_text}}, options.raw);
   }
   auto source = frontend::open_model(options.model, /*with_weights=*/true);
   if (!source) fail(source.status().to_string());
@@ -101,8 +104,8 @@ void add_reference_command(CLI::App& app) {
   auto options = std::make_shared<ReferenceOptions>();
   cmd->add_option("model", options->model, "HF checkpoint directory or .gguf file")->required();
   cmd->add_option("--tokens", options->tokens, "Prompt token ids, comma-separated (prints ids)");
-  cmd->add_option("-p,--prompt", options->prompt, "Prompt text, sent through the chat template unless --raw (prints text)");
-  cmd->add_flag("--raw", options->raw, "With -p: no chat template");
+  add_prompt_flags(*cmd, options->prompt, "Prompt text, sent through the chat template unless --raw (prints text)");
+  cmd->add_flag("--raw", options->raw, "With a text prompt: no chat template");
   cmd->add_option("-n,--new-tokens", options->new_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-context", options->max_context, "KV-cache rows to allocate (default: prompt + n; at most the model's context)")
       ->check(CLI::NonNegativeNumber);

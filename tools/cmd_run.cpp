@@ -1,7 +1,7 @@
-// `agentcompile run MODEL (-p TEXT | --tokens IDS | --chat) -n N`: generation on the GPU with the
-// compiled artifact (compiled on first use), streaming tokens as they are sampled. Text prompts go
-// through the model's tokenizer and, unless --raw, its chat template; --tokens streams ids. With
-// --dump-logits the command instead teacher-forces the ids and writes every position's logits.
+// `agentcompile run MODEL (-p TEXT | -p - | --prompt-file FILE | --tokens IDS | --chat) -n N`: generation
+// on the GPU with the compiled artifact (compiled on first use), streaming tokens as they are sampled.
+// Text prompts go through the model's tokenizer and, unless --raw, its chat template; --tokens streams
+// ids. With --dump-logits the command instead teacher-forces the ids and writes every position's logits.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -22,7 +22,8 @@ namespace {
 
 struct RunFlags {
   EngineFlags engine;
-  std::string prompt, tokens, system, dump_logits;
+  PromptFlags prompt;
+  std::string tokens, system, dump_logits;
   bool chat = false, raw = false, no_think = false, json = false, ignore_eos = false;
   int64_t new_tokens = 128, prefill = 0;
   std::optional<float> temperature, top_p, repetition_penalty;
@@ -92,9 +93,11 @@ void report(const GenerateResult& r, size_t prompt_tokens) {
 }
 
 void run(const RunFlags& flags) {
-  const int modes = !flags.prompt.empty() + !flags.tokens.empty() + flags.chat;
-  if (modes != 1) fail("give exactly one of -p TEXT, --tokens IDS or --chat");
-  if (!flags.dump_logits.empty() && flags.tokens.empty() && flags.prompt.empty()) fail("--dump-logits needs --tokens or -p");
+  const int modes = flags.prompt.given() + !flags.tokens.empty() + flags.chat;
+  if (modes != 1) fail("give exactly one of -p TEXT, --prompt-file FILE, --tokens IDS or --chat");
+  if (!flags.dump_logits.empty() && flags.chat) fail("--dump-logits needs --tokens, -p or --prompt-file");
+  // Read before anything is loaded, so a prompt that cannot be had fails at once.
+  const std::string prompt_text = flags.prompt.given() ? read_prompt(flags.prompt) : std::string();
 
   // The tokenizer, for text in and out (not needed for --tokens).
   std::optional<tokenizer::Tokenizer> text;
@@ -105,6 +108,21 @@ void run(const RunFlags& flags) {
   }
   std::optional<tokenizer::GenerationConfig> defaults;
   if (auto g = tokenizer::read_generation_config(flags.engine.model); g) defaults = *g;
+  tokenizer::ChatOptions chat_options;
+  chat_options.enable_thinking = !flags.no_think;
+
+  // The prompt's ids before the engine loads, so a prompt that cannot be encoded fails at once.
+  std::vector<int32_t> prompt;
+  if (!flags.tokens.empty()) {
+    prompt = parse_token_list(flags.tokens);
+  } else if (!flags.chat) {
+    std::vector<tokenizer::ChatMessage> messages;
+    if (!flags.system.empty()) messages.push_back({"system", flags.system});
+    messages.push_back({"user", prompt_text});
+    prompt = encode_prompt(*text, messages, flags.raw, chat_options);
+  } else if (text->chat_template().family() == tokenizer::ChatFamily::kNone) {
+    fail(text->source() + ": the tokenizer has no chat template, which --chat needs");
+  }
 
   auto engine = load_engine_or_fail(flags.engine, flags.json);
   GenerateOptions options;
@@ -115,11 +133,7 @@ void run(const RunFlags& flags) {
   if (text && !flags.ignore_eos)
     for (int32_t id : tokenizer::stop_token_ids(defaults ? *defaults : tokenizer::GenerationConfig{}, *text)) options.extra_stop_ids.push_back(id);
 
-  tokenizer::ChatOptions chat_options;
-  chat_options.enable_thinking = !flags.no_think;
-
   if (flags.chat) {
-    if (text->chat_template().family() == tokenizer::ChatFamily::kNone) fail("--chat needs a chat template, and this model's tokenizer has none");
     std::vector<tokenizer::ChatMessage> history;
     if (!flags.system.empty()) history.push_back({"system", flags.system});
     std::fprintf(stderr, "chat: type a message and press enter; an empty line or end of input quits\n");
@@ -136,15 +150,6 @@ void run(const RunFlags& flags) {
     return;
   }
 
-  std::vector<int32_t> prompt;
-  if (!flags.tokens.empty()) {
-    prompt = parse_token_list(flags.tokens);
-  } else {
-    std::vector<tokenizer::ChatMessage> messages;
-    if (!flags.system.empty()) messages.push_back({"system", flags.system});
-    messages.push_back({"user", flags.prompt});
-    prompt = encode_prompt(*text, messages, flags.raw, chat_options);
-  }
   if (!flags.dump_logits.empty()) return dump_logits(*engine, flags, prompt);
 
   const GenerateResult r = generate_streaming(*engine, prompt, options, text ? &*text : nullptr, flags.json);
@@ -165,7 +170,7 @@ void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Generate on the GPU with the compiled kernels (compiles the model on first use)");
   auto flags = std::make_shared<RunFlags>();
   add_engine_flags(*cmd, flags->engine);
-  cmd->add_option("-p,--prompt", flags->prompt, "Prompt text (the chat template is applied unless --raw)");
+  add_prompt_flags(*cmd, flags->prompt, "Prompt text (the chat template is applied unless --raw)");
   cmd->add_option("--tokens", flags->tokens, "Prompt token ids, comma-separated (output is ids)");
   cmd->add_flag("--chat", flags->chat, "Interactive chat on stdin, keeping the conversation");
   cmd->add_option("--system", flags->system, "System message for -p and --chat");

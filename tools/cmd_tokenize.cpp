@@ -1,14 +1,14 @@
-// `agentcompile tokenize MODEL (-p TEXT | --ids 1,2,3) [--chat] [--no-think] [--raw]`: encode text or
-// decode ids with a model's tokenizer (an HF checkpoint directory with tokenizer.json, or a .gguf file).
+// `agentcompile tokenize MODEL (-p TEXT | -p - | --prompt-file FILE | --ids 1,2,3) [--chat] [--no-think] [--raw]`:
+// encode text or decode ids with a model's tokenizer (an HF checkpoint directory with tokenizer.json, or a .gguf file).
 // --chat renders TEXT as one user message through the model's chat template first. By default each token
 // is listed with the text it stands for; --raw prints only the ids (comma-separated) or the decoded text.
 #include <cstdio>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "prompt.h"
 #include "token_list.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -19,7 +19,7 @@ namespace {
 
 struct TokenizeOptions {
   std::string model;
-  std::string prompt;
+  PromptFlags prompt;
   std::string ids;
   bool chat = false;
   bool no_think = false;
@@ -54,6 +54,7 @@ std::string shown_token(const tokenizer::Tokenizer& tok, int32_t id) {
 }
 
 void run_tokenize(const TokenizeOptions& options) {
+  const std::string prompt = options.ids.empty() ? read_prompt(options.prompt) : std::string();
   auto tok = tokenizer::Tokenizer::from_model_path(options.model);
   if (!tok) fail(tok.status().to_string());
 
@@ -67,15 +68,12 @@ void run_tokenize(const TokenizeOptions& options) {
     return;
   }
 
-  std::string text = options.prompt;
+  std::string text = prompt;
   bool add_special_tokens = true;
   if (options.chat) {
-    const tokenizer::ChatMessage message{"user", options.prompt};
     tokenizer::ChatOptions chat;
     chat.enable_thinking = !options.no_think;
-    auto rendered = tok->chat_template().render(std::span<const tokenizer::ChatMessage>(&message, 1), chat);
-    if (!rendered) fail(rendered.status().to_string());
-    text = std::move(*rendered);
+    text = render_chat(*tok, {{"user", prompt}}, chat, "encode the text without --chat to send it as is");
     add_special_tokens = false;  // the template writes them, as apply_chat_template(tokenize=True) assumes
   }
   const std::vector<int32_t> ids = tok->encode(text, add_special_tokens);
@@ -97,17 +95,16 @@ void add_tokenize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "Encode text or decode token ids with a model's tokenizer");
   auto options = std::make_shared<TokenizeOptions>();
   cmd->add_option("model", options->model, "HF checkpoint directory (tokenizer.json) or .gguf file")->required();
-  auto* prompt = cmd->add_option("-p,--prompt", options->prompt, "Text to encode");
+  add_prompt_flags(*cmd, options->prompt, "Text to encode");
   auto* ids = cmd->add_option("--ids", options->ids, "Comma-separated token ids to decode");
-  prompt->excludes(ids);
-  ids->excludes(prompt);
+  ids->excludes(options->prompt.text_option)->excludes(options->prompt.file_option);
   auto* chat = cmd->add_flag("--chat", options->chat,
                              "Render the text as one user message through the chat template first");
-  chat->needs(prompt);
+  chat->excludes(ids);
   cmd->add_flag("--no-think", options->no_think, "With --chat: thinking off (Qwen3's empty think block)")->needs(chat);
   cmd->add_flag("--raw", options->raw, "Print only the ids, or only the decoded text");
-  cmd->callback([options, prompt, ids] {
-    if (prompt->count() == 0 && ids->count() == 0) fail("tokenize: give -p TEXT to encode or --ids 1,2,3 to decode");
+  cmd->callback([options, ids] {
+    if (!options->prompt.given() && ids->count() == 0) fail("tokenize: give -p TEXT or --prompt-file FILE to encode, or --ids 1,2,3 to decode");
     run_tokenize(*options);
   });
 }

@@ -1,5 +1,6 @@
 // agentcompile: the command-line entry point.
 #include <cstdio>
+#include <string>
 
 #include "commands.h"
 
@@ -23,6 +24,19 @@ int main(int argc, char** argv) {
   agentcompile::tools::add_bench_command(app);
   agentcompile::tools::add_tokenize_command(app);
   agentcompile::tools::add_run_function_command(app);
+  // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string valid;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      valid += (valid.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "agentcompile: unknown subcommand '%s' (valid: %s); see --help\n", argv[1], valid.c_str());
+      return 1;
+    }
+  }
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
