@@ -46,6 +46,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_installed(command: str) -> None:
+    """What to install, said before anything imports it: torch always, transformers for `hf`."""
+    import importlib.util
+    needed = ["torch", "safetensors"] + (["transformers"] if command == "hf" else [])
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        names = " and ".join(missing)
+        raise CaptureError(f"{names} {'is' if len(missing) == 1 else 'are'} not installed for {sys.executable}: "
+                           f"pip install {' '.join(missing)}")
+
+
 def run(args) -> str:
     if args.command == "hf":
         from .hf_causal_lm import capture_hf
@@ -75,9 +86,10 @@ def _quiet() -> None:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    if not args.debug:
-        _quiet()
     try:
+        _check_installed(args.command)
+        if not args.debug:
+            _quiet()
         print(run(args))
         return 0
     except CaptureError as e:

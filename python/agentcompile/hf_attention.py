@@ -49,35 +49,37 @@ def cache_attention(module, query, key, value, attention_mask, dropout=0.0, scal
     rows = positions.long()  # index_copy_ wants int64 indices; the IR narrows them back to i32
     k_cache.index_copy_(0, rows, key[0].transpose(0, 1).to(k_cache.dtype))  # [T, KV, D]
     v_cache.index_copy_(0, rows, value[0].transpose(0, 1).to(v_cache.dtype))
-    keys = k_cache.transpose(0, 1).unsqueeze(0)    # [1, KV, L, D]
-    values = v_cache.transpose(0, 1).unsqueeze(0)  # [1, KV, L, D]
     cols = torch.arange(k_cache.shape[0], dtype=torch.int32)
     mask = cols[None, :] <= positions[:, None]     # [T, L]
     if sliding_window is not None:
         mask = mask & (cols[None, :] > positions[:, None] - sliding_window)
         windows_seen[layer] = sliding_window
     if softcap is not None:
-        out = _softcapped_attention(query, keys, values, mask, scaling, softcap)
+        out = _softcapped_attention(query, k_cache, v_cache, mask, scaling, softcap)
     else:
+        keys = k_cache.transpose(0, 1).unsqueeze(0)    # [1, KV, L, D]
+        values = v_cache.transpose(0, 1).unsqueeze(0)  # [1, KV, L, D]
         out = F.scaled_dot_product_attention(query, keys, values, attn_mask=mask[None, None], scale=scaling,
                                              enable_gqa=True)  # [1, NH, T, D]
     return out.transpose(1, 2).contiguous(), None
 
 
-def _softcapped_attention(query, keys, values, mask, scaling, softcap):
+def _softcapped_attention(query, k_cache, v_cache, mask, scaling, softcap):
     # SDPA has no logit soft-capping, so these layers spell attention out: scores capped as
-    # tanh(s / c) * c, masked, softmax in f32, weighted sum; kv heads repeated for GQA.
-    heads, kv_heads = query.shape[1], keys.shape[1]
-    if heads != kv_heads:
-        repeat = heads // kv_heads
-        keys = keys[:, :, None].expand(-1, -1, repeat, -1, -1).reshape(1, heads, keys.shape[2], keys.shape[3])
-        values = values[:, :, None].expand(-1, -1, repeat, -1, -1).reshape(1, heads, values.shape[2], values.shape[3])
-    scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
-    scores = torch.matmul(query, keys.transpose(-1, -2)) * scale  # [1, NH, T, L]
+    # tanh(s / c) * c, masked, softmax in f32, weighted sum. GQA repeats each kv head in the cache's
+    # [L, KV, D] layout, where the merged heads stay static (merging into L would not be one IR dim).
+    rows, kv_heads, head_dim = k_cache.shape
+    repeat = query.shape[1] // kv_heads
+
+    def heads(cache):  # [L, KV, D] -> [1, NH, L, D]
+        cache = cache[:, :, None, :].expand(rows, kv_heads, repeat, head_dim).reshape(rows, kv_heads * repeat, head_dim)
+        return cache.transpose(0, 1).unsqueeze(0)
+    scale = scaling if scaling is not None else 1.0 / math.sqrt(head_dim)
+    scores = torch.matmul(query, heads(k_cache).transpose(-1, -2)) * scale  # [1, NH, T, L]
     scores = torch.tanh(scores / softcap) * softcap
     scores = scores.masked_fill(~mask[None, None], float("-inf"))
     probs = torch.softmax(scores.float(), dim=-1).to(query.dtype)
-    return torch.matmul(probs, values)
+    return torch.matmul(probs, heads(v_cache))
 
 
 def _no_mask(*args, **kwargs):

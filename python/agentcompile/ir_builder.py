@@ -70,6 +70,8 @@ class FunctionBuilder:
             # breaks parse(print(m)) == m; 0 / 0 computes the same NaN.
             zero = self.const(0.0, dtype, shape)
             return self.op("div", [zero, zero])
+        if dtype == "i32" and not -2**31 <= value < 2**31:
+            raise IRTypeError(f"constant: {value} does not fit in int32 (torch's int64 is narrowed to i32)")
         return self.op("constant", [], {"dtype": dtype, "shape": Dims(shape), "value": float(value)})
 
     def const_values(self, values, dtype: str, shape) -> Value:
