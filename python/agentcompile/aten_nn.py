@@ -201,22 +201,26 @@ def _per_channel(cv, x, value):
 
 
 def _batch_norm(cv, node, a, training: bool):
-    x = cv.value(a["input"])
+    # Computed in the statistics' dtype (f32 for half inputs, as torch does), cast back at the end.
+    out_dtype = cv.type_of(node.meta["val"][0]).dtype
+    stat_dtype = cv.type_of(node.meta["val"][1]).dtype
+    x = cv.b.cast(cv.value(a["input"]), stat_dtype)
     eps = float(cv.scalar(a["eps"]))
     dims = [0] + list(range(2, x.type.rank))
     if training:  # the batch's statistics: mean and biased variance over every dim but the channel
         var, mean = variance(cv, x, dims, 0.0, True)
     else:
         mean, var = _per_channel(cv, x, a["running_mean"]), _per_channel(cv, x, a["running_var"])
-    rstd = cv.b.op("rsqrt", [cv.b.op("add", [var, cv.b.const(eps, x.type.dtype)])])
+    rstd = cv.b.op("rsqrt", [cv.b.op("add", [var, cv.b.const(eps, stat_dtype)])])
     out = cv.b.op("mul", [cv.b.op("sub", [x, mean]), rstd])
     if a.get("weight") is not None:
         out = cv.b.op("mul", [out, _per_channel(cv, x, a["weight"])])
     if a.get("bias") is not None:
         out = cv.b.op("add", [out, _per_channel(cv, x, a["bias"])])
+    out = cv.b.cast(out, out_dtype)
     channels = (x.type.shape[1],)
-    save_mean = Lazy(lambda: cv.b.reshape(mean, channels) if training else cv.b.const(0, x.type.dtype, channels))
-    save_rstd = Lazy(lambda: cv.b.reshape(rstd, channels) if training else cv.b.const(0, x.type.dtype, channels))
+    save_mean = Lazy(lambda: cv.b.reshape(mean, channels) if training else cv.b.const(0, stat_dtype, channels))
+    save_rstd = Lazy(lambda: cv.b.reshape(rstd, channels) if training else cv.b.const(0, stat_dtype, channels))
     dropped = Lazy(lambda: cv.fail("the updated running statistics of a batch norm are read; they are not captured"))
     return out, save_mean, save_rstd, dropped, dropped
 

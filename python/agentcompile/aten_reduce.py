@@ -100,8 +100,16 @@ def _flat_size(cv, x):
     cv.fail(f"flattening {x.type} needs a symbolic size other than T or L")
 
 
+def wide(cv, x):
+    """x in f32 when it is f16/bf16: sums of squares overflow half precision where torch, accumulating
+    in f32, does not."""
+    return cv.b.cast(x, "f32") if x.type.dtype in ("f16", "bf16") else x
+
+
 def variance(cv, x, dims, correction: float, keepdim: bool):
-    """var = sum((x - mean)^2) / (N - correction), as (var, mean), both keepdim as asked."""
+    """var = sum((x - mean)^2) / (N - correction), as (var, mean) in x's dtype (computed in f32 for
+    half types), both keepdim as asked."""
+    dtype, x = x.type.dtype, wide(cv, x)
     mean = reduce(cv, x, "reduce_mean", dims, True)
     centered = cv.b.op("sub", [x, mean])
     total = reduce(cv, cv.b.op("mul", [centered, centered]), "reduce_sum", dims, keepdim)
@@ -109,7 +117,7 @@ def variance(cv, x, dims, correction: float, keepdim: bool):
     var = cv.b.op("div", [total, cv.b.const(count, x.type.dtype)])
     if not keepdim:
         mean = cv.b.reshape(mean, var.type.shape)
-    return var, mean
+    return cv.b.cast(var, dtype), cv.b.cast(mean, dtype)
 
 
 def _correction(cv, a) -> float:
@@ -137,22 +145,26 @@ def _var_mean(cv, node, a):
 def _vector_norm(cv, node, a):
     # ord 2: sqrt(sum(x^2)); 1: sum|x|; inf: max|x|; -inf: min|x|; 0: count of nonzeros;
     # p: sum(|x|^p)^(1/p).
+    # Sums are taken in f32 for half types, as torch accumulates them.
     out = cv.type_of(node).dtype
-    x = operand(cv, a["self"], out)
+    x = wide(cv, operand(cv, a["self"], out))
+    acc = x.type.dtype
     p = float(cv.scalar(a["ord"]))
     dims, keepdim = a["dim"], bool(a["keepdim"])
     magnitude = cv.b.op("abs", [x])
     if p == 2:
-        return cv.b.op("sqrt", [reduce(cv, cv.b.op("mul", [x, x]), "reduce_sum", dims, keepdim)])
-    if p == 1:
-        return reduce(cv, magnitude, "reduce_sum", dims, keepdim)
-    if math.isinf(p):
-        return reduce(cv, magnitude, "reduce_max" if p > 0 else "reduce_min", dims, keepdim)
-    if p == 0:
-        nonzero = cv.b.cast(cv.b.op("ne", [x, cv.b.const(0, out)]), out)
-        return reduce(cv, nonzero, "reduce_sum", dims, keepdim)
-    powered = cv.b.op("pow", [magnitude, cv.b.const(p, out)])
-    return cv.b.op("pow", [reduce(cv, powered, "reduce_sum", dims, keepdim), cv.b.const(1 / p, out)])
+        norm = cv.b.op("sqrt", [reduce(cv, cv.b.op("mul", [x, x]), "reduce_sum", dims, keepdim)])
+    elif p == 1:
+        norm = reduce(cv, magnitude, "reduce_sum", dims, keepdim)
+    elif math.isinf(p):
+        norm = reduce(cv, magnitude, "reduce_max" if p > 0 else "reduce_min", dims, keepdim)
+    elif p == 0:
+        nonzero = cv.b.cast(cv.b.op("ne", [x, cv.b.const(0, acc)]), acc)
+        norm = reduce(cv, nonzero, "reduce_sum", dims, keepdim)
+    else:
+        powered = cv.b.op("pow", [magnitude, cv.b.const(p, acc)])
+        norm = cv.b.op("pow", [reduce(cv, powered, "reduce_sum", dims, keepdim), cv.b.const(1 / p, acc)])
+    return cv.b.cast(norm, out)
 
 
 def _any_all(name):

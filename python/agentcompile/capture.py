@@ -2,7 +2,7 @@
 
   capture hf CHECKPOINT_DIR -o OUT [--dtype f16|bf16|f32] [--link-weights]
   capture hf --config CONFIG.json --random-weights [--seed N] -o OUT [--dtype ...]
-  capture module FILE.py -o OUT [--class Model] [--dtype f32|f16] [--seed N] [--eval]
+  capture module FILE.py -o OUT [--class Model] [--dtype f32|f16] [--seed N] [--eval] [--no-example-data]
 
 Errors print one line, `capture: <what went wrong> (<file.py:LINE in FUNC>)`, and exit 1; --debug
 shows the Python traceback as well.
@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     module.add_argument("--dtype", choices=("f32", "f16"), default="f32")
     module.add_argument("--seed", type=int, default=0)
     module.add_argument("--eval", action="store_true", help="capture in eval mode (dropout off, running stats)")
+    module.add_argument("--no-example-data", action="store_true",
+                        help="write neither inputs.safetensors nor reference_outputs.safetensors")
     module.add_argument("-o", "--out", type=pathlib.Path, required=True)
     module.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
@@ -71,7 +73,7 @@ def run(args) -> str:
                           seed=args.seed, link_weights=args.link_weights)
     from .module_capture import capture_module
     return capture_module(args.file, args.out, class_name=args.class_name, dtype=args.dtype, seed=args.seed,
-                          eval_mode=args.eval)
+                          eval_mode=args.eval, example_data=not args.no_example_data)
 
 
 def _quiet() -> None:

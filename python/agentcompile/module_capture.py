@@ -52,14 +52,21 @@ def _half(x):
     return x.half() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
 
 
-def build(path: pathlib.Path, class_name: str, dtype: str, seed: int, eval_mode: bool):
-    """(model, example inputs) as the capture and its reference run see them."""
+def build(path: pathlib.Path, class_name: str, dtype: str, seed: int, eval_mode: bool, example_data: bool = True):
+    """(model, example inputs) as the capture and its reference run see them. Without example data the
+    inputs are only shapes and dtypes to trace with: drawn on the meta device, then allocated and never
+    written (the pages of an untouched torch.empty cost nothing, at any KernelBench size)."""
     cls, get_init_inputs, get_inputs = load_problem(path, class_name)
     try:
         torch.manual_seed(seed)
         model = cls(*get_init_inputs())
         torch.manual_seed(seed)
-        inputs = list(get_inputs())
+        if example_data:
+            inputs = list(get_inputs())
+        else:
+            with torch.device("meta"):
+                inputs = [torch.empty(x.shape, dtype=x.dtype, device="cpu") if isinstance(x, torch.Tensor) else x
+                          for x in get_inputs()]
     except Exception as e:
         raise CaptureError(f"building {class_name} or its inputs failed: {type(e).__name__}: {e}") from e
     if dtype == "f16":
@@ -78,8 +85,10 @@ def _tensor_inputs(program, inputs) -> dict:
 
 
 def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Model", dtype: str = "f32",
-                   seed: int = 0, eval_mode: bool = False) -> str:
-    model, inputs = build(path, class_name, dtype, seed, eval_mode)
+                   seed: int = 0, eval_mode: bool = False, example_data: bool = True) -> str:
+    """Captures the problem into `out`; `example_data` also writes the example inputs and eager outputs
+    (at KernelBench's published sizes those are gigabytes, so a benchmark leaves them out)."""
+    model, inputs = build(path, class_name, dtype, seed, eval_mode, example_data)
     with torch.no_grad():
         program = export_core_aten(model, tuple(inputs), what=f"{path.name}:{class_name}")
     examples = _tensor_inputs(program, inputs)
@@ -88,24 +97,31 @@ def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Mod
     function = converter.run()
     module.functions.append(function)
 
-    with torch.no_grad():
-        outputs = _as_list(model(*inputs))
-    if len(outputs) != len(function.results):
-        raise CaptureError(f"the module returns {len(outputs)} tensors but the capture has {len(function.results)}")
-    output_names = ["output"] if len(outputs) == 1 else [f"output_{i}" for i in range(len(outputs))]
+    output_dtypes = _output_dtypes(program)
+    output_names = ["output"] if len(output_dtypes) == 1 else [f"output_{i}" for i in range(len(output_dtypes))]
     notes = list(converter.notes)
     if model.training and any(isinstance(m, MODE_DEPENDENT) for m in model.modules()):
         notes.insert(0, "captured in training mode (the module's default), as KernelBench runs it")
     manifest = {
         "kind": "module", "source": f"{path}:{class_name}", "torch": torch_version(), "dtype": dtype, "seed": seed,
         "functions": {"forward": signature(function, input_torch_dtypes={n: x.dtype for n, x in examples.items()},
-                                           output_names=output_names, output_torch_dtypes=[o.dtype for o in outputs])},
+                                           output_names=output_names, output_torch_dtypes=output_dtypes)},
         "notes": notes,
     }
     write_capture(out, module, manifest, converter.tensors)
-    save_tensors(out / "inputs.safetensors", examples)
-    save_tensors(out / "reference_outputs.safetensors", dict(zip(output_names, outputs)))
+    if example_data:
+        with torch.no_grad():
+            outputs = _as_list(model(*inputs))
+        save_tensors(out / "inputs.safetensors", examples)
+        save_tensors(out / "reference_outputs.safetensors", dict(zip(output_names, outputs)))
     return f"captured {path.name}:{class_name} ({node_count(module)}; {len(module.params)} params) -> {out}"
+
+
+def _output_dtypes(program) -> list:
+    """torch's dtype of each user output (the IR may have narrowed it)."""
+    output = next(n for n in program.graph.nodes if n.op == "output")
+    specs = program.graph_signature.output_specs
+    return [out.meta["val"].dtype for spec, out in zip(specs, output.args[0]) if spec.kind.name == "USER_OUTPUT"]
 
 
 def _as_list(result) -> list:

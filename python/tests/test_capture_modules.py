@@ -24,12 +24,12 @@ class ModuleCaptureTest(unittest.TestCase):
     def tearDownClass(cls):
         cls._tmp.cleanup()
 
-    def capture(self, name, dtype="f32", eval_mode=False) -> pathlib.Path:
+    def capture(self, name, dtype="f32", eval_mode=False, example_data=True) -> pathlib.Path:
         from agentcompile.module_capture import capture_module
         problem = self.tmp / f"{name}.py"
         problem.write_text(source(name))
-        out = self.tmp / f"{name}-{dtype}{'-eval' if eval_mode else ''}"
-        capture_module(problem, out, dtype=dtype, seed=0, eval_mode=eval_mode)
+        out = self.tmp / f"{name}-{dtype}{'-eval' if eval_mode else ''}{'' if example_data else '-bare'}"
+        capture_module(problem, out, dtype=dtype, seed=0, eval_mode=eval_mode, example_data=example_data)
         return out
 
     def evaluate(self, out: pathlib.Path) -> dict:
@@ -51,7 +51,7 @@ class ModuleCaptureTest(unittest.TestCase):
                 assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
 
     def test_f16_capture_casts_params_and_inputs(self):
-        for name in ("gemm_multiply_leakyrelu", "layernorm", "sdpa"):
+        for name in ("gemm_multiply_leakyrelu", "layernorm", "sdpa", "batchnorm_train", "gemm_batchnorm_gelu_groupnorm_mean"):
             with self.subTest(name):
                 out = self.capture(name, dtype="f16")
                 check_ir(self, out / "module.ir")
@@ -75,6 +75,11 @@ class ModuleCaptureTest(unittest.TestCase):
         out = self.capture("dropout_softmax", eval_mode=True)
         check_ir(self, out / "module.ir")
         assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+
+    def test_without_example_data_only_the_module_and_weights_are_written(self):
+        out = self.capture("gemm_multiply_leakyrelu", example_data=False)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["capture.json", "module.ir", "weights.safetensors"])
+        check_ir(self, out / "module.ir")
 
     def test_manifest_records_narrowed_integer_types(self):
         import json
