@@ -4,7 +4,7 @@ import pathlib
 import tempfile
 import unittest
 
-from helpers import capture_cli, requires_torch
+from helpers import capture_cli, quiet_torch, requires_torch
 
 UNCONVERTIBLE = """\
 import torch
@@ -35,6 +35,7 @@ def get_init_inputs(): return []
 @requires_torch
 class CaptureErrorTest(unittest.TestCase):
     def setUp(self):
+        quiet_torch()
         self._tmp = tempfile.TemporaryDirectory()
         self.tmp = pathlib.Path(self._tmp.name)
 

@@ -6,7 +6,7 @@ import pathlib
 import tempfile
 import unittest
 
-from helpers import ROOT, assert_close, check_ir, cli_supports, reference_tokens, requires_torch
+from helpers import ROOT, assert_close, check_ir, cli_supports, quiet_torch, reference_tokens, requires_torch
 
 FAMILIES = ("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-phi3", "tiny-olmo2")
 PROMPT = [1, 17, 300, 42, 7, 511, 256, 99]  # longer than the tiny Gemma-3 and Phi-3 windows (4 and 6)
@@ -31,6 +31,7 @@ def config_path(name: str) -> pathlib.Path:
 class HFCaptureTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        quiet_torch()
         cls._tmp = tempfile.TemporaryDirectory()
         cls.tmp = pathlib.Path(cls._tmp.name)
 
@@ -97,7 +98,7 @@ class HFCaptureTest(unittest.TestCase):
     @unittest.skipUnless(cli_supports("reference"), "agentcompile is not built: C++ comparison skipped")
     def test_cpp_reference_interpreter_generates_hugging_face_tokens(self):
         import torch
-        for name in ("tiny-qwen3", "tiny-gemma3", "tiny-phi3"):
+        for name in FAMILIES:
             with self.subTest(name):
                 out = self.capture(name, dtype="f32")
                 tokens = reference_tokens(out, PROMPT, 6)
