@@ -131,6 +131,18 @@ def _copy(cv, node, a):
     return cv.b.broadcast(cv.b.cast(cv.value(a["src"]), out.dtype), out.shape)
 
 
+def _repeat(cv, node, a):
+    # x.repeat(r...) = each dim s of x becomes [r, s], broadcast from [1, s], then merged into r * s.
+    x = cv.value(a["self"])
+    repeats = [cv.scalar(r) for r in a["repeats"]]
+    shape = (1,) * (len(repeats) - x.type.rank) + x.type.shape
+    if not all(isinstance(d, int) for d in shape):
+        cv.fail("repeating a symbolic dim is not supported")
+    spread = cv.b.reshape(x, tuple(d for s in shape for d in (1, s)))
+    tiled = cv.b.broadcast(spread, tuple(d for r, s in zip(repeats, shape) for d in (r, s)))
+    return cv.b.reshape(tiled, cv.type_of(node).shape)
+
+
 def _flip(cv, node, a):
     x = cv.value(a["self"])
     for d in a["dims"]:
@@ -203,7 +215,7 @@ LOWERINGS = {
     "aten.contiguous": _copy_like, "aten.detach": _copy_like, "aten.lift_fresh_copy": _copy_like,
     "aten._to_copy": _copy_like, "aten.to": _copy_like, "aten._to_dim_order_copy": _copy_like,
     "aten.copy.default": _copy,
-    "aten.flip.default": _flip,
+    "aten.flip.default": _flip, "aten.repeat.default": _repeat,
     "aten.constant_pad_nd.default": _constant_pad,
     "aten.full.default": _fill_value("fill_value"), "aten.full_like.default": _fill_value("fill_value"),
     "aten.scalar_tensor.default": _fill_value("s"),

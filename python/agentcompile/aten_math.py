@@ -3,7 +3,8 @@
 Torch promotes operand types implicitly; the IR does not, so every binary lowering first decides the
 dtype torch computes in (torch.result_type over the operands: 0-dim tensors and Python numbers only
 promote across categories) and casts both operands to it. A Python number becomes a scalar `constant`
-of that dtype. Activations the IR lacks are written in its primitives, each lowering saying how.
+of that dtype. Activations the IR lacks are written in its primitives, each lowering saying how (softplus, mish,
+hardsigmoid, hardswish, softsign and logsigmoid never get here: core ATen decomposes them already).
 """
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ import torch
 
 from .dtypes import promoted_dtype
 
-ARITHMETIC = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum", "minimum": "minimum",
-              "pow": "pow", "fmax": "maximum", "fmin": "minimum"}
+ARITHMETIC = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "rsqrt": "rsqrt",
          "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu", "erf": "erf", "sin": "sin", "cos": "cos",
@@ -42,6 +42,10 @@ def _arith(op):
             # add/sub with alpha: x + alpha * y
             rhs_value = cv.b.op("mul", [operand(cv, rhs, out), cv.b.const(alpha, out)])
             return cv.b.op(op, [operand(cv, lhs, out), rhs_value])
+        if op in ("maximum", "minimum") and out == "i32":
+            # IR maximum/minimum take floats (they propagate NaN); on integers they are a select.
+            x, y = operand(cv, lhs, out), operand(cv, rhs, out)
+            return cv.b.op("where", [cv.b.op("gt" if op == "maximum" else "lt", [x, y]), x, y])
         return binary(cv, op, lhs, rhs, out)
     return lower
 
@@ -76,6 +80,15 @@ def _remainder(cv, node, a):
         cv.fail("integer remainder is not supported")
     x, y = operand(cv, a["self"], out), operand(cv, a["other"], out)
     return cv.b.op("sub", [x, cv.b.op("mul", [cv.b.op("floor", [cv.b.op("div", [x, y])]), y])])
+
+
+def _fmod(cv, node, a):
+    # fmod(x, y) = x - trunc(x / y) * y (C's fmod, the sign of x), floats only.
+    out = cv.type_of(node).dtype
+    if out == "i32":
+        cv.fail("integer fmod is not supported")
+    x, y = operand(cv, a["self"], out), operand(cv, a["other"], out)
+    return cv.b.op("sub", [x, cv.b.op("mul", [trunc_value(cv, cv.b.op("div", [x, y])), y])])
 
 
 def _compare(op):
@@ -160,9 +173,10 @@ def _clamp(lo_key, hi_key):
                 x = cv.b.op("minimum", [x, operand(cv, hi, out)])
             return x
         attrs = {k: float(cv.scalar(v)) for k, v in (("lo", lo), ("hi", hi)) if v is not None}
-        if out == "i32":
+        if out == "i32":  # IR clamp takes floats; on integers each bound is a select
             for key, bound in attrs.items():
-                x = cv.b.op("maximum" if key == "lo" else "minimum", [x, cv.b.const(bound, out)])
+                limit = cv.b.const(bound, out)
+                x = cv.b.op("where", [cv.b.op("lt" if key == "lo" else "gt", [x, limit]), limit, x])
             return x
         return cv.b.op("clamp", [x], attrs) if attrs else x
     return lower
@@ -179,47 +193,14 @@ def _elu(cv, node, a):
     return cv.b.op("where", [cv.b.op("gt", [x, cv.b.const(0, dt)]), positive, negative])
 
 
-def softplus_value(cv, x, beta: float, threshold: float):
-    # softplus(x) = x * beta > threshold ? x : log1p(exp(beta * x)) / beta
-    dt = x.type.dtype
-    bx = cv.b.op("mul", [x, cv.b.const(beta, dt)]) if beta != 1 else x
-    soft = cv.b.op("log1p", [cv.b.op("exp", [bx])])
-    if beta != 1:
-        soft = cv.b.op("div", [soft, cv.b.const(beta, dt)])
-    return cv.b.op("where", [cv.b.op("gt", [bx, cv.b.const(threshold, dt)]), x, soft])
-
-
-def _softplus(cv, node, a):
-    return softplus_value(cv, cv.value(a["self"]), float(cv.scalar(a["beta"])), float(cv.scalar(a["threshold"])))
-
-
-def _mish(cv, node, a):
-    # mish(x) = x * tanh(softplus(x))
-    x = cv.value(a["self"])
-    return cv.b.op("mul", [x, cv.b.op("tanh", [softplus_value(cv, x, 1.0, 20.0)])])
-
-
-def hardsigmoid_value(cv, x):
-    # hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1)
-    dt = x.type.dtype
-    y = cv.b.op("add", [cv.b.op("div", [x, cv.b.const(6, dt)]), cv.b.const(0.5, dt)])
-    return cv.b.op("clamp", [y], {"lo": 0.0, "hi": 1.0})
-
-
-def _hardsigmoid(cv, node, a):
-    return hardsigmoid_value(cv, cv.value(a["self"]))
-
-
-def _hardswish(cv, node, a):
-    # hardswish(x) = x * hardsigmoid(x)
-    x = cv.value(a["self"])
-    return cv.b.op("mul", [x, hardsigmoid_value(cv, x)])
-
-
-def _log_sigmoid(cv, node, a):
-    # log_sigmoid(x) = -softplus(-x)
-    x = cv.value(a["self"])
-    return cv.b.op("neg", [softplus_value(cv, cv.b.op("neg", [x]), 1.0, 20.0)])
+def _fmax_fmin(op):
+    # fmax/fmin ignore a NaN operand (maximum/minimum propagate it): isnan(x) ? y : isnan(y) ? x : op(x, y)
+    def lower(cv, node, a):
+        out = cv.type_of(node).dtype
+        x, y = operand(cv, a["self"], out), operand(cv, a["other"], out)
+        both = cv.b.op(op, [x, y])
+        return cv.b.op("where", [cv.b.op("ne", [x, x]), y, cv.b.op("where", [cv.b.op("ne", [y, y]), x, both])])
+    return lower
 
 
 def _isnan(cv, node, a):
@@ -233,11 +214,14 @@ def _isinf(cv, node, a):
     return cv.b.op("eq", [cv.b.op("abs", [x]), cv.b.const(math.inf, x.type.dtype)])
 
 
-def _trunc(cv, node, a):
+def trunc_value(cv, x):
     # trunc(x) = x < 0 ? ceil(x) : floor(x)
-    x = cv.value(a["self"])
     negative = cv.b.op("lt", [x, cv.b.const(0, x.type.dtype)])
     return cv.b.op("where", [negative, cv.b.op("ceil", [x]), cv.b.op("floor", [x])])
+
+
+def _trunc(cv, node, a):
+    return trunc_value(cv, cv.value(a["self"]))
 
 
 def _scaled_unary(op, factor, pre=False):
@@ -258,12 +242,13 @@ def _tan(cv, node, a):
 
 
 LOWERINGS = {}
-for _name, _op in ARITHMETIC.items():
+for _name in ARITHMETIC:
     for _overload in ("Tensor", "Scalar", "default", "Tensor_Scalar", "Tensor_Tensor"):
-        LOWERINGS[f"aten.{_name}.{_overload}"] = _arith(_op)
+        LOWERINGS[f"aten.{_name}.{_overload}"] = _arith(_name)
 LOWERINGS["aten.div.Tensor_mode"] = _div_mode
 LOWERINGS["aten.div.Scalar_mode"] = _div_mode
 LOWERINGS["aten.remainder"] = _remainder
+LOWERINGS["aten.fmod"] = _fmod
 for _name in COMPARISONS:
     LOWERINGS[f"aten.{_name}"] = _compare(_name)
 for _name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"):
@@ -277,9 +262,8 @@ LOWERINGS.update({
     "aten.gelu.default": _gelu, "aten.leaky_relu.default": _leaky_relu,
     "aten.clamp": _clamp("min", "max"), "aten.clamp_min": _clamp("min", None), "aten.clamp_max": _clamp(None, "max"),
     "aten.hardtanh.default": _clamp("min_val", "max_val"),
-    "aten.elu.default": _elu, "aten.softplus.default": _softplus, "aten.mish.default": _mish,
-    "aten.hardsigmoid.default": _hardsigmoid, "aten.hardswish.default": _hardswish,
-    "aten.log_sigmoid_forward.default": _log_sigmoid, "aten.log_sigmoid.default": _log_sigmoid,
+    "aten.elu.default": _elu,
+    "aten.fmax.default": _fmax_fmin("maximum"), "aten.fmin.default": _fmax_fmin("minimum"),
     "aten.isnan.default": _isnan, "aten.isinf.default": _isinf, "aten.trunc.default": _trunc,
     "aten.exp2.default": _scaled_unary("exp", math.log(2.0), pre=True),
     "aten.log2.default": _scaled_unary("log", 1 / math.log(2.0)),

@@ -257,10 +257,10 @@ class Converter:
         flat = tensor.detach().reshape(-1)
         if dtype == "i32" and flat.numel() and (flat.min() < -2**31 or flat.max() >= 2**31):
             self.fail(f"an integer constant does not fit in int32 (range {int(flat.min())}..{int(flat.max())})")
-        values = flat.double().tolist()
-        if flat.numel() and all(v == values[0] for v in values):
-            return self.b.const(values[0], dtype, tuple(tensor.shape))
-        return self.b.const_values(values, dtype, tuple(tensor.shape))
+        wide = flat.double()
+        if flat.numel() and bool(torch.all((wide == wide[0]) | (wide.isnan() & wide[0].isnan()))):
+            return self.b.const(float(wide[0]), dtype, tuple(tensor.shape))  # one value, NaN included
+        return self.b.const_values(wide.tolist(), dtype, tuple(tensor.shape))
 
     def note(self, text: str) -> None:
         if text not in self.notes:

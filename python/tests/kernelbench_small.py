@@ -2,7 +2,8 @@
 
 Each entry is a problem file's source: a `Model`, `get_init_inputs()` and `get_inputs()`. The classes
 are the published ones (sometimes two problems in one where they exercise the same lowering); only the
-sizes are new.
+sizes are new. The last entry is ours: lowerings KernelBench does not reach (integer selects and
+division, fmod, NaN-ignoring fmax, repeat, padding, strided slices).
 """
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
@@ -179,6 +180,17 @@ class Model(nn.Module):
         return torch.softmax(self.dropout(self.matmul(x)), dim=1)
 def get_inputs(): return [torch.randn(4, 8)]
 def get_init_inputs(): return [8, 6, 0.2]
+""",
+    "lowering_edge_cases": """
+class Model(nn.Module):
+    def forward(self, x, i):
+        y = torch.where(x > 1, torch.tensor(float("nan")), x)
+        return (torch.clamp(i, -2, 5), torch.maximum(i, i.flip(0)), torch.div(i, 3, rounding_mode="floor"),
+                torch.div(x, 0.3, rounding_mode="trunc"), torch.fmod(x, 0.7), x.remainder(0.7),
+                torch.fmax(y, x.flip(0)), torch.fmin(x, y), x.repeat(2, 3), F.pad(x, (1, 2, 0, 1), value=0.5),
+                x[:, ::2], torch.isinf(x / 0.0), torch.exp2(x), torch.log10(x.abs() + 1), torch.tan(x))
+def get_inputs(): return [torch.randn(6, 5), torch.randint(-9, 9, (6, 5))]
+def get_init_inputs(): return []
 """,
 }
 
