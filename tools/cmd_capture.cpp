@@ -92,7 +92,8 @@ int run_capture_tool(const std::vector<std::string>& args) {
 }  // namespace
 
 void add_capture_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("capture", "Capture a PyTorch model (hf | module) with torch.export; `capture --help` for more");
+  auto* cmd = app.add_subcommand("capture",
+                                 "Capture a PyTorch model (hf | module) with torch.export; `capture --help` for more");
   cmd->prefix_command();   // everything after `capture` belongs to the Python tool
   cmd->set_help_flag();    // ... --help too: the tool's own help lists the real options
   cmd->callback([cmd] {

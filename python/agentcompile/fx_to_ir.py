@@ -106,7 +106,8 @@ class Converter:
             for dim, symbol in binding.symbols.items():
                 expr = val.shape[dim].node.expr if isinstance(val.shape[dim], torch.SymInt) else None
                 if expr is None or not expr.is_Symbol:
-                    self.fail(f"input {node.name} dim {dim} should be the symbol {symbol} but export made it {val.shape[dim]}")
+                    self.fail(f"input {node.name} dim {dim} should be the symbol {symbol} "
+                              f"but export made it {val.shape[dim]}")
                 self._symbols[expr] = symbol
             if binding.is_state:
                 self._state_of[node.name] = binding.ir_name
@@ -203,7 +204,8 @@ class Converter:
         if v is EMPTY:
             self.fail("a zero-size tensor is used; the IR has no zero-size dims")
         if isinstance(v, _StateRef):
-            self.fail(f"the cache {v.name} is read before this function writes it (only index_copy into it is supported)")
+            self.fail(f"the cache {v.name} is read before this function writes it "
+                      "(only index_copy into it is supported)")
         if not isinstance(v, Value):
             self.fail(f"expected a tensor argument, got {x!r}")
         return v

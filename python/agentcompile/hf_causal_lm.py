@@ -147,7 +147,8 @@ def capture_hf(out: pathlib.Path, checkpoint: pathlib.Path | None = None, config
         index = checkpoint_index(checkpoint)
         stored = checkpoint_float_dtype(index)
         if dtype is not None and dtype != stored:
-            raise CaptureError(f"--link-weights keeps the checkpoint's dtype {stored}; drop --dtype {dtype} or --link-weights")
+            raise CaptureError(f"--link-weights keeps the checkpoint's dtype {stored}; "
+                               f"drop --dtype {dtype} or --link-weights")
         dtype = stored
     model, dtype = load_model(checkpoint, config_path, dtype, seed)
     module, tensors, notes = export_functions(model, dtype)
@@ -171,7 +172,9 @@ def capture_hf(out: pathlib.Path, checkpoint: pathlib.Path | None = None, config
     })
     write_capture(out, module, manifest, tensors)
     _write_side_files(out, model, checkpoint, config_path, dtype)
-    weights = f"{len(tensors)} tensors written" + (f", {len(module.params) - len(tensors)} linked" if link_weights else "")
+    weights = f"{len(tensors)} tensors written"
+    if link_weights:
+        weights += f", {len(module.params) - len(tensors)} linked"
     return f"captured {model.config.model_type} ({node_count(module)}; {len(module.params)} params, {weights}) -> {out}"
 
 

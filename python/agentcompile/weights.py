@@ -25,7 +25,8 @@ def as_ir_tensor(tensor: torch.Tensor) -> torch.Tensor:
     dtype = TORCH_DTYPES[ir_dtype(tensor.dtype)]
     if dtype == torch.int32 and tensor.dtype != torch.int32 and tensor.numel():
         if tensor.min() < -2**31 or tensor.max() >= 2**31:
-            raise CaptureError(f"an integer tensor holds values outside int32 ({int(tensor.min())}..{int(tensor.max())})")
+            raise CaptureError("an integer tensor holds values outside int32 "
+                               f"({int(tensor.min())}..{int(tensor.max())})")
     return tensor.to(dtype).contiguous()
 
 

@@ -178,16 +178,3 @@ def _eval(op, xs, a, params, states, size):
     if op == "cumprod":
         return torch.cumprod(xs[0], a["axis"])
     raise NotImplementedError(f"ir_eval has no rule for {op}")
-
-
-def max_error(ours: torch.Tensor, ref: torch.Tensor) -> float:
-    """max |ours - ref| / max(1, max |ref|): a scale-free error that treats matching infinities as equal."""
-    ours, ref = ours.double(), ref.double()
-    same = (ours == ref) | (ours.isnan() & ref.isnan())
-    diff = torch.where(same, torch.zeros_like(ours), (ours - ref).abs())
-    finite = ref[ref.isfinite()]
-    scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
-    return float(diff.max()) / scale if diff.numel() else 0.0
-
-
-

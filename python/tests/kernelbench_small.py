@@ -129,7 +129,8 @@ def get_init_inputs(): return []
     "vector_norms": """
 class Model(nn.Module):
     def forward(self, x):
-        return x / torch.norm(x, p='fro'), x / torch.norm(x, p=2, dim=1, keepdim=True), x / torch.sum(torch.abs(x), dim=1, keepdim=True)
+        return (x / torch.norm(x, p='fro'), x / torch.norm(x, p=2, dim=1, keepdim=True),
+                x / torch.sum(torch.abs(x), dim=1, keepdim=True))
 def get_inputs(): return [torch.randn(4, 16)]
 def get_init_inputs(): return []
 """,

@@ -111,7 +111,8 @@ class CaptureErrorTest(unittest.TestCase):
         self.assertIn("give a checkpoint directory or --config", result.stderr)
         config = self.tmp / "config.json"
         config.write_text('{"model_type": "llama", "hidden_size": 8}')
-        result = capture_cli("hf", "--config", str(config), "--random-weights", "--link-weights", "-o", str(self.tmp / "o"))
+        result = capture_cli("hf", "--config", str(config), "--random-weights", "--link-weights",
+                             "-o", str(self.tmp / "o"))
         self.assertIn("--link-weights needs a checkpoint directory", result.stderr)
 
 

@@ -52,7 +52,8 @@ class ModuleCaptureTest(unittest.TestCase):
                 assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
 
     def test_f16_capture_casts_params_and_inputs(self):
-        for name in ("gemm_multiply_leakyrelu", "layernorm", "sdpa", "batchnorm_train", "gemm_batchnorm_gelu_groupnorm_mean"):
+        for name in ("gemm_multiply_leakyrelu", "layernorm", "sdpa", "batchnorm_train",
+                     "gemm_batchnorm_gelu_groupnorm_mean"):
             with self.subTest(name):
                 out = self.capture(name, dtype="f16")
                 check_ir(self, out / "module.ir")
