@@ -45,16 +45,20 @@ def build_dir() -> pathlib.Path:
 
 @functools.lru_cache(maxsize=None)
 def checker() -> str | None:
-    """Path of check_ir (python/tests/check_ir.cpp built against the build's IR library), or None."""
+    """Path of check_ir (python/tests/check_ir.cpp built against the build's IR library, kept in the build
+    directory and rebuilt when the library or the source is newer), or None without a build."""
     build = build_dir()
     libs = [build / "libac_ir.a", build / "libac_support.a"]
+    source = ROOT / "python" / "tests" / "check_ir.cpp"
     compiler = shutil.which("g++")
     if compiler is None or not all(lib.is_file() for lib in libs):
         return None
-    out = pathlib.Path(tempfile.mkdtemp(prefix="agentcompile-tests-")) / "check_ir"
-    subprocess.run([compiler, "-std=c++20", "-O1", f"-I{ROOT / 'src'}", f"-I{ROOT / 'include'}",
-                    str(ROOT / "python" / "tests" / "check_ir.cpp"), *map(str, libs), "-lpthread", "-o", str(out)],
-                   check=True)
+    out = build / "python-tests" / "check_ir"
+    newest = max(path.stat().st_mtime for path in [*libs, source])
+    if not out.is_file() or out.stat().st_mtime < newest:
+        out.parent.mkdir(exist_ok=True)
+        subprocess.run([compiler, "-std=c++20", "-O1", f"-I{ROOT / 'src'}", f"-I{ROOT / 'include'}", str(source),
+                        *map(str, libs), "-lpthread", "-o", str(out)], check=True)
     return str(out)
 
 
