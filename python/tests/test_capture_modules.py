@@ -4,7 +4,7 @@ import pathlib
 import tempfile
 import unittest
 
-from helpers import assert_close, check_ir, cli_supports, quiet_torch, requires_torch, run_function_command
+from helpers import assert_close, build_dir, check_ir, cli_supports, quiet_torch, requires_torch, run_function_command
 from kernelbench_small import PROBLEMS, source
 
 
@@ -88,6 +88,22 @@ class ModuleCaptureTest(unittest.TestCase):
         out = self.capture("argmax_argmin_max_min")
         outputs = json.loads((out / "capture.json").read_text())["functions"]["forward"]["outputs"]
         self.assertEqual(outputs[0], {"name": "output_0", "dtype": "i32", "shape": [3, 5], "torch_dtype": "int64"})
+
+    @unittest.skipUnless(cli_supports("capture"), "agentcompile is not built: its capture command is not tested")
+    def test_agentcompile_capture_runs_the_python_tool(self):
+        import subprocess
+        problem = self.tmp / "relu.py"
+        problem.write_text(source("relu"))
+        out = self.tmp / "relu-cli"
+        result = subprocess.run([str(build_dir() / "agentcompile"), "capture", "module", str(problem), "-o", str(out)],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(result.stdout.startswith("captured relu.py:Model"), result.stdout)
+        check_ir(self, out / "module.ir")
+        result = subprocess.run([str(build_dir() / "agentcompile"), "capture", "module", str(self.tmp / "nowhere.py"),
+                                 "-o", str(out)], capture_output=True, text=True)
+        self.assertEqual((result.returncode, result.stderr.strip()),
+                         (1, f"capture: {self.tmp / 'nowhere.py'} does not exist"))
 
     @unittest.skipUnless(cli_supports("run-function"), "agentcompile run-function is not built: C++ comparison skipped")
     def test_cpp_reference_interpreter_matches_eager(self):
