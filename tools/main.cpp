@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   agentcompile::tools::add_bench_command(app);
   agentcompile::tools::add_tokenize_command(app);
   agentcompile::tools::add_run_function_command(app);
+  agentcompile::tools::add_capture_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
