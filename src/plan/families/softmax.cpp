@@ -1,5 +1,5 @@
-// Softmax family (src/kernels/softmax.cuh): fusion regions with one stable softmax over the last
-// axis and pointwise ops before and after it, as a generated row program. Rows that fit in
+// Softmax family (src/kernels/softmax.cuh): fusion regions with one stable softmax or log_softmax
+// over the last axis and pointwise ops before and after it, as a generated row program. Rows that fit in
 // registers are read once (cache=1); longer rows are streamed twice (cache=0), and few long rows
 // are split across blocks (split=N, two launches).
 #include <sstream>
@@ -20,7 +20,8 @@ class SoftmaxFamily final : public TemplateFamily {
 
   std::optional<Match> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
-    if (!program || !program->has_row_op() || program->row_op() != ir::OpKind::kSoftmax) return std::nullopt;
+    if (!program || !program->has_row_op()) return std::nullopt;
+    if (program->row_op() != ir::OpKind::kSoftmax && program->row_op() != ir::OpKind::kLogSoftmax) return std::nullopt;
     if (program->cols > (int64_t{1} << 24)) return std::nullopt;
     return row_program_match(*program, "rows");
   }
