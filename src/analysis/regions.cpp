@@ -126,14 +126,16 @@ class Segmenter {
   }
 
   // A row slice of a value computed in the current region (the last token's row of a residual sum):
-  // the rows differ, so the reader starts a region of its own.
-  bool reads_current_through_slice(const ir::Node& n) const {
+  // the rows differ, so the reader starts a region of its own. With `any_view`, any view of such a
+  // value (a reshape, a broadcast): a row program computes one iteration space, and a value reshaped
+  // inside it has no place there.
+  bool reads_current_through_view(const ir::Node& n, bool any_view) const {
     for (ir::ValueId operand : n.operands) {
       if (!defined_in_current(operand)) continue;
       std::vector<int> views;
       through_views(function_, operand, &views);
       for (int view : views)
-        if (node(view).op == OpKind::kSlice) return true;
+        if (any_view || node(view).op == OpKind::kSlice) return true;
     }
     return false;
   }
@@ -152,7 +154,10 @@ class Segmenter {
   bool joins_fusion(const ir::Node& n) const {
     if (n.op == OpKind::kKvAppend) return true;
     const OpClass op_class = ir::op_info(n.op).op_class;
-    if (current_->has_side_effect || !is_fusable(op_class) || reads_current_through_slice(n)) return false;
+    if (current_->has_side_effect || !is_fusable(op_class)) return false;
+    // RoPE regions (the rope_kv family) take their heads through reshapes; row programs take nothing
+    // computed inside through a view.
+    if (reads_current_through_view(n, op_class != OpClass::kRope)) return false;
     if (reads_after_row_op(n, true)) return false;  // a reduction's result has another shape
     if (is_row_op(n.op) && !row_ops_.empty()) {
       // The one exception: independent RMSNorms (a QK-norm pair) share the region of their RoPE.
@@ -162,10 +167,15 @@ class Segmenter {
     return true;
   }
 
-  // A pointwise epilogue of the current matmul region: reads the region and keeps the matmul's shape.
+  // A pointwise epilogue of the current matmul region: reads the region (or only constants and
+  // aranges, such as a triangular mask's comparison) and keeps the matmul's shape.
   bool joins_as_epilogue(const ir::Node& n) const {
-    return ir::op_info(n.op).op_class == OpClass::kPointwise && uses_current(n) &&
-           function_.type(n.result).shape == matmul_shape_;
+    if (ir::op_info(n.op).op_class != OpClass::kPointwise || function_.type(n.result).shape != matmul_shape_) return false;
+    const bool sources_only = std::all_of(n.operands.begin(), n.operands.end(), [&](ir::ValueId v) {
+      const int producer = function_.value(through_views(function_, v, nullptr)).producer;
+      return producer >= 0 && is_source_node(node(producer));
+    });
+    return uses_current(n) || sources_only;
   }
 
   bool joins_current(int index) const {

@@ -38,6 +38,8 @@ std::string render_attention_reference(const plan::Candidate& candidate);
 std::string render_layernorm(const plan::Candidate& candidate);
 std::string render_scan(const plan::Candidate& candidate);
 std::string render_columns(const plan::Candidate& candidate);
+std::string render_copy(const plan::Candidate& candidate);
+std::string render_gather(const plan::Candidate& candidate);
 
 inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
   static const std::vector<std::pair<std::string, Renderer>> table = {
@@ -56,6 +58,8 @@ inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
       {"layernorm", render_layernorm},
       {"scan", render_scan},
       {"columns", render_columns},
+      {"copy", render_copy},
+      {"gather", render_gather},
   };
   return table;
 }

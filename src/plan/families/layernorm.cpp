@@ -31,14 +31,14 @@ class LayerNormFamily final : public TemplateFamily {
     const int max_elems = std::max(8, kRegisterFloats / arrays);
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, max_elems, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), max_elems, device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}, {"cache", 1}};
       c.score = row_geometry_score(g, max_vec, p.typical_rows(), device, &c.notes);
       c.notes.push_back("row kept in registers: read once, mean then squared deviations");
       out.push_back(std::move(c));
     }
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec}, 1 << 30, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {row_vector_widths(p.cols, max_vec).front()}, 1 << 30, device)) {
       if (g.chunks * g.vec <= max_elems && !out.empty()) continue;
       if (g.tpr < 128 && p.cols >= 4096) continue;
       Choice c;
@@ -49,7 +49,7 @@ class LayerNormFamily final : public TemplateFamily {
       c.notes.push_back("row streamed twice: shifted sums, then normalize");
       out.push_back(std::move(c));
     }
-    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), max_vec, device)) {
+    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);

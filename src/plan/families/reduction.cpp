@@ -29,7 +29,7 @@ class ReductionFamily final : public TemplateFamily {
     const RowProgram p = decode_row_program(m);
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, 1 << 30, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), 1 << 30, device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}};
       // Nothing is held, so chunks only lengthen the loop: score a thread's share like a streamed
@@ -40,7 +40,7 @@ class ReductionFamily final : public TemplateFamily {
       if (p.typical_rows() < device.multiprocessors && g.chunks > 4) c.score *= 4.0 / g.chunks + 0.5;
       out.push_back(std::move(c));
     }
-    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), max_vec, device)) {
+    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);

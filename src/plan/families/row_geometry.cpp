@@ -32,6 +32,14 @@ std::vector<RowGeometryChoice> row_geometries(int64_t cols, int64_t typical_rows
   return out;
 }
 
+std::vector<int> row_vector_widths(int64_t cols, int max_vec) {
+  std::vector<int> out;
+  for (int vec : {max_vec, max_vec / 2})
+    if (vec >= 2 && cols % vec == 0) out.push_back(vec);
+  if (out.empty()) out.push_back(1);
+  return out;
+}
+
 double row_geometry_score(const RowGeometryChoice& g, int max_vec, int64_t typical_rows, const DeviceProfile& device,
                           std::vector<std::string>* notes) {
   const int64_t blocks = (typical_rows + g.rows - 1) / g.rows;

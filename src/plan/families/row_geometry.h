@@ -22,6 +22,9 @@ struct RowGeometryChoice {
 // `max_chunks` chunks per thread (register-resident rows); `vecs` lists the vector widths to try.
 std::vector<RowGeometryChoice> row_geometries(int64_t cols, int64_t typical_rows, const std::vector<int>& vecs,
                                               int max_chunks, const DeviceProfile& device);
+// The vector widths worth trying for rows of `cols` columns: the widest (max_vec) and half of it
+// where they divide the row, else scalar accesses.
+std::vector<int> row_vector_widths(int64_t cols, int max_vec);
 // Heuristic score of a geometry for a memory-bound row kernel (higher first) and the reason.
 double row_geometry_score(const RowGeometryChoice& g, int max_vec, int64_t typical_rows, const DeviceProfile& device,
                           std::vector<std::string>* notes);

@@ -125,7 +125,24 @@ class ProgramBuilder {
     return true;
   }
 
-  void add_virtual(const VirtualLoad& v) { virtual_[v.value] = v; }
+  // A value read from its own slot (plus `v.plus`): a first step computes it in the value's dtype.
+  bool add_virtual(const VirtualLoad& v) {
+    virtual_[v.value] = v;
+    RowProgram::Step step;
+    step.op = v.plus == ir::kNoValue ? OpKind::kCast : OpKind::kAdd;
+    step.dtype = ctx_.function->type(v.value).dtype;
+    auto product = load_ref(v.value);
+    if (!product) return false;
+    step.a = *product;
+    if (v.plus != ir::kNoValue) {
+      auto plus = load_ref(v.plus);
+      if (!plus) return false;
+      step.b = *plus;
+    }
+    step_of_value_[v.value] = static_cast<int>(p_.steps.size());
+    p_.steps.push_back(step);
+    return true;
+  }
 
   // Adds node `node` as a step; `is_row` marks the row op. False when it does not fit.
   bool add(const ir::Node& node, bool is_row) {
@@ -201,7 +218,7 @@ class ProgramBuilder {
   std::optional<int> load_ref(ir::ValueId value) {
     RowProgram::Load load;
     ir::Shape shape;
-    if (auto it = virtual_.find(value); it != virtual_.end()) {
+    if (auto it = virtual_.find(value); it != virtual_.end() && !step_of_value_.count(value)) {
       load.slot = it->second.slot;
       load.dtype = it->second.dtype;
       shape = ctx_.function->type(value).shape;
@@ -369,7 +386,8 @@ std::optional<RowProgram> analyze_pointwise_tail(const RegionContext& ctx, size_
   RowProgram p;
   ProgramBuilder builder(ctx, p, space);
   if (!builder.set_space()) return std::nullopt;
-  for (const VirtualLoad& v : virtual_loads) builder.add_virtual(v);
+  for (const VirtualLoad& v : virtual_loads)
+    if (!builder.add_virtual(v)) return std::nullopt;
   for (size_t i = first; i < ctx.size(); ++i) {
     const ir::Node& node = ctx.node(static_cast<int>(i));
     if (!is_pointwise(node.op) || !builder.add(node, false)) return std::nullopt;

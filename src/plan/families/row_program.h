@@ -93,16 +93,18 @@ struct RowProgram {
 // softmax or norm over another axis, a dynamic dim other than the first, an intermediate view ...).
 std::optional<RowProgram> analyze_row_program(const RegionContext& ctx);
 
-// A value the analysis should read from a slot of its own choosing instead of the region interface
-// (a GEMM's result in the workspace, for a matmul region's epilogue).
+// A value computed before the nodes analyzed that the program reads from a slot of its own (a GEMM's
+// product in the workspace, for a matmul region's epilogue), plus `plus` when given (a linear's
+// bias): the program's first step computes it, so it can be stored like any other value.
 struct VirtualLoad {
   ir::ValueId value = ir::kNoValue;
   std::string slot;
   ir::DType dtype = ir::DType::kF32;
+  ir::ValueId plus = ir::kNoValue;
 };
 // The pointwise program of nodes [first, region end) of a region (a matmul's epilogue) over the
-// space `space`; `virtual_loads` name values computed before `first`. nullopt when a node is not
-// pointwise or does not fit.
+// space `space`, reading `virtual_loads` for values computed before `first`. nullopt when a node is
+// not pointwise or does not fit.
 std::optional<RowProgram> analyze_pointwise_tail(const RegionContext& ctx, size_t first, const ir::Shape& space,
                                                  const std::vector<VirtualLoad>& virtual_loads);
 

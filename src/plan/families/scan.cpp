@@ -28,7 +28,7 @@ class ScanFamily final : public TemplateFamily {
     const RowProgram p = decode_row_program(m);
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, 1 << 30, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), 1 << 30, device)) {
       if (g.tpr > 32 && g.rows > 1) continue;  // a row wider than a warp takes the whole block
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}};

@@ -33,7 +33,7 @@ class SoftmaxFamily final : public TemplateFamily {
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
     // Register-resident rows: one read.
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, max_elems, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), max_elems, device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}, {"cache", 1}};
       c.score = row_geometry_score(g, max_vec, p.typical_rows(), device, &c.notes);
@@ -41,7 +41,7 @@ class SoftmaxFamily final : public TemplateFamily {
       out.push_back(std::move(c));
     }
     // Streamed rows: any length, two reads; wide rows only (short ones are better cached).
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec}, 1 << 30, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {row_vector_widths(p.cols, max_vec).front()}, 1 << 30, device)) {
       if (g.chunks * g.vec <= max_elems && !out.empty()) continue;
       if (g.tpr < 128 && p.cols >= 4096) continue;
       Choice c;
@@ -52,7 +52,7 @@ class SoftmaxFamily final : public TemplateFamily {
       c.notes.push_back("row streamed twice: online max/sum, then normalize");
       out.push_back(std::move(c));
     }
-    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), max_vec, device)) {
+    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);
