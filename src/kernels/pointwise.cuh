@@ -23,7 +23,7 @@ __device__ __forceinline__ float leaky_relu(float v, float slope) { return v >= 
 // clamp keeps NaN (a comparison with NaN is false).
 __device__ __forceinline__ float clamp_lo(float v, float lo) { return v < lo ? lo : v; }
 __device__ __forceinline__ float clamp_hi(float v, float hi) { return v > hi ? hi : v; }
-__device__ __forceinline__ float signf(float v) { return v > 0.f ? 1.f : v < 0.f ? -1.f : v; }  // keeps 0, -0 and NaN
+__device__ __forceinline__ float signf(float v) { return v > 0.f ? 1.f : v < 0.f ? -1.f : 0.f; }  // 0 for 0, -0 and NaN
 __device__ __forceinline__ int signi(int v) { return (v > 0) - (v < 0); }
 // float -> int truncates toward zero, saturating, NaN -> 0 (cvt.rzi.s32.f32 does all three).
 __device__ __forceinline__ int float_to_int(float v) { return __float2int_rz(v); }

@@ -53,6 +53,7 @@ void encode(ir::DType dtype, const std::vector<float>& values, std::vector<uint8
         std::memcpy(&bytes[4 * i], &v, 4);
         break;
       }
+      case ir::DType::kBool: bytes[i] = values[i] != 0.0f ? 1 : 0; break;
       default:
         std::memcpy(&bytes[4 * i], &values[i], 4);
     }
@@ -81,6 +82,7 @@ std::vector<float> decode_values(ir::DType dtype, const std::vector<uint8_t>& by
         values[i] = static_cast<float>(v);
         break;
       }
+      case ir::DType::kBool: values[i] = static_cast<float>(bytes[i]); break;  // a byte other than 0/1 stays visible
       default:
         std::memcpy(&values[i], &bytes[4 * i], 4);
     }
@@ -106,6 +108,10 @@ TestTensor random_tensor(ir::DType dtype, std::vector<int64_t> shape, Distributi
   for (auto& v : values) {
     if (dtype == ir::DType::kI32) {
       v = static_cast<float>(splitmix(state) % static_cast<uint64_t>(std::max(1, int_limit)));
+      continue;
+    }
+    if (dtype == ir::DType::kBool) {
+      v = static_cast<float>(splitmix(state) & 1);
       continue;
     }
     double x;
