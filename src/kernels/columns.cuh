@@ -37,18 +37,27 @@ struct ColumnItem {
   __device__ __forceinline__ long long row(long long k) const { return (outer * N + k) * INNER + inner; }
 };
 
-// Folds rows [begin, end) of the axis into VEC accumulators.
+// Rows of the walk loaded together: stores through the program (side outputs, a scan's results)
+// may alias its loads, so the compiler keeps loads behind earlier stores; a batch puts kBatch loads
+// in flight at once.
+constexpr int kColumnBatch = 4;
+
+// Folds rows [begin, end) of the axis into VEC accumulators, in order.
 template <int N, int COLS, int VEC, int INNER, int OP, typename Program>
 __device__ __forceinline__ void columns_span(const Program& prog, const ColumnItem<COLS, VEC, INNER>& it, int begin, int end,
                                              float (&acc)[VEC], int (&best)[VEC]) {
-#pragma unroll 4
-  for (int k = begin; k < end; ++k) {
-    typename Program::Chunk chunk;
-    const long long row = it.template row<N>(k);
-    prog.load(row, it.col, chunk);
-    prog.pre(row, it.col, chunk);
+  for (int k0 = begin; k0 < end; k0 += kColumnBatch) {
+    typename Program::Chunk chunk[kColumnBatch];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) reduce_step<OP>(chunk.x[e], k, acc[e], best[e]);
+    for (int b = 0; b < kColumnBatch; ++b)
+      if (k0 + b < end) prog.load(it.template row<N>(k0 + b), it.col, chunk[b]);
+#pragma unroll
+    for (int b = 0; b < kColumnBatch; ++b)
+      if (k0 + b < end) {
+        prog.pre(it.template row<N>(k0 + b), it.col, chunk[b]);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) reduce_step<OP>(chunk[b].x[e], k0 + b, acc[e], best[e]);
+      }
   }
 }
 
@@ -119,15 +128,20 @@ __device__ __forceinline__ void scan_columns(const Program& prog, long long out_
   float carry[VEC];
 #pragma unroll
   for (int e = 0; e < VEC; ++e) carry[e] = scan_identity<OP>();
-#pragma unroll 4
-  for (int k = 0; k < N; ++k) {
-    typename Program::Chunk chunk;
-    const long long row = it.template row<N>(k);
-    prog.load(row, it.col, chunk);
-    prog.pre(row, it.col, chunk);
+  for (int k0 = 0; k0 < N; k0 += kColumnBatch) {
+    typename Program::Chunk chunk[kColumnBatch];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) chunk.x[e] = carry[e] = scan_apply<OP>(carry[e], chunk.x[e]);
-    prog.post(row, it.col, chunk, stats);
+    for (int b = 0; b < kColumnBatch; ++b)
+      if (k0 + b < N) prog.load(it.template row<N>(k0 + b), it.col, chunk[b]);
+#pragma unroll
+    for (int b = 0; b < kColumnBatch; ++b)
+      if (k0 + b < N) {
+        const long long row = it.template row<N>(k0 + b);
+        prog.pre(row, it.col, chunk[b]);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) chunk[b].x[e] = carry[e] = scan_apply<OP>(carry[e], chunk[b].x[e]);
+        prog.post(row, it.col, chunk[b], stats);
+      }
   }
 }
 

@@ -49,17 +49,37 @@ InputDomain domain_of(const ir::Function& f, const ir::Node& node, size_t k) {
   return {};
 }
 
-// Every (node, operand) that reads `value`, directly or through views.
+// The value of a one-value constant, if `value` is one.
+bool constant_value(const ir::Function& f, ir::ValueId value, double& out) {
+  const int producer = f.value(value).producer;
+  if (producer < 0) return false;
+  const ir::Node& node = f.nodes[static_cast<size_t>(producer)];
+  if (node.op != OpKind::kConstant || !node.has_attr("value")) return false;
+  out = node.float_attr("value");
+  return true;
+}
+
+// Whether operand k of `node` passes a positive value on as a positive one of the same order: a
+// cast, an add of a constant >= 0, a product or quotient with a constant > 0 (an epsilon added
+// before a square root, a scale).
+bool keeps_sign(const ir::Function& f, const ir::Node& node, size_t k) {
+  if (node.op == OpKind::kCast) return ir::is_float(f.type(node.result).dtype);
+  if (node.operands.size() != 2 || (node.op == OpKind::kDiv && k != 0)) return false;
+  double c = 0;
+  if (!constant_value(f, node.operands[1 - k], c)) return false;
+  if (node.op == OpKind::kAdd) return c >= 0;
+  return (node.op == OpKind::kMul || node.op == OpKind::kDiv) && c > 0;
+}
+
+// Every (node, operand) that reads `value`, directly, through views or through ops that keep its sign.
 void readers(const ir::Function& f, ir::ValueId value, std::vector<std::pair<const ir::Node*, size_t>>& out) {
   for (const ir::Node& node : f.nodes)
     for (size_t k = 0; k < node.operands.size(); ++k) {
       if (node.operands[k] != value) continue;
       const bool view = node.op == OpKind::kReshape || node.op == OpKind::kView || node.op == OpKind::kBroadcast ||
                         (node.op == OpKind::kSlice && node.int_attr("axis") == 0);
-      if (view)
-        readers(f, node.result, out);
-      else
-        out.emplace_back(&node, k);
+      if (view || keeps_sign(f, node, k)) readers(f, node.result, out);
+      if (!view) out.emplace_back(&node, k);
     }
 }
 
@@ -94,7 +114,7 @@ void apply_domain(const InputDomain& domain, std::vector<float>& values) {
       case Domain::kPositive: v = std::fabs(v) + 0.0625f; break;
       case Domain::kNonzero: v = std::copysign(std::fabs(v) + 0.5f, v); break;
       case Domain::kBounded: v = std::clamp(v, -8.0f, 8.0f); break;
-      case Domain::kProduct: v = 0.5f + std::min(std::fabs(v), 1.0f); break;
+      case Domain::kProduct: v = std::exp(0.02f * std::clamp(v, -1.0f, 1.0f)); break;
       default: break;
     }
   }

@@ -8,10 +8,12 @@
 //   - positive (log, sqrt, rsqrt, log1p, the base of pow): |x| + 1/16;
 //   - away from zero (reciprocal, a divisor): |x| + 1/2 with x's sign;
 //   - bounded (exp, expm1: |x| <= 8, so f16 results stay finite);
-//   - products (cumprod, reduce_prod): 1/2 + min(|x|, 1), so long products neither overflow nor
-//     reach 0 too soon to test anything.
-// Only direct readers are seen (through views); an input that reaches log through other ops is drawn
-// as usual.
+//   - products (cumprod, reduce_prod): exp(x / 50) for x clipped to [-1, 1], a random walk in log
+//     space with no drift, so products of tens of thousands of terms stay finite (in f16 too) and
+//     away from 0.
+// Readers are seen through views and through ops that keep a positive value positive (a cast, an
+// add of a constant >= 0, a product or quotient with a constant > 0: the epsilon before a square
+// root); an input that reaches log through other ops is drawn as usual.
 #pragma once
 
 #include <cstdint>

@@ -95,7 +95,8 @@ inline std::vector<PrimitiveModule> primitive_modules() {
                        "    %s9 = add(%s8, %10) : $DT[64, 1000]\n    %s10 = add(%s9, %11) : $DT[64, 1000]\n"
                        "    %s11 = add(%s10, %12) : $DT[64, 1000]\n    %s12 = add(%s11, %14) : $DT[64, 1000]\n    return %s12\n"));
   // Binary ops with broadcasting, comparisons to bool outputs, logical ops, casts to and from bool
-  // and i32, and i32 arithmetic (integer division truncates).
+  // and i32, and i32 arithmetic (integer division truncates). The integers come from floor(4x), which
+  // both sides compute exactly, so no truncation can differ.
   add("binary_bool_int", "comparisons, where, casts", {"elementwise"},
       unary_module("%x: $DT[32, 256], %y: $DT[256], %m: bool[32, 256]", "$DT[32, 256], bool[32, 256], i32[32, 256]",
                    c("two", "2.0") +
@@ -108,7 +109,9 @@ inline std::vector<PrimitiveModule> primitive_modules() {
                        "    %le = le(%x, %y) : bool[32, 256]\n    %gt = gt(%x, %y) : bool[32, 256]\n"
                        "    %b = logical_and(%not, %le) : bool[32, 256]\n    %bb = logical_or(%b, %gt) : bool[32, 256]\n"
                        "    %f = cast(%m) {dtype = \"$DT\"} : $DT[32, 256]\n    %5 = mul(%4, %f) : $DT[32, 256]\n"
-                       "    %i = cast(%5) {dtype = \"i32\"} : i32[32, 256]\n    %three = constant {dtype = \"i32\", shape = [], value = 3.0} : i32[]\n"
+                       "    %four = constant {dtype = \"$DT\", shape = [], value = 4.0} : $DT[]\n    %x4 = mul(%x, %four) : $DT[32, 256]\n"
+                       "    %fl = floor(%x4) : $DT[32, 256]\n"
+                       "    %i = cast(%fl) {dtype = \"i32\"} : i32[32, 256]\n    %three = constant {dtype = \"i32\", shape = [], value = 3.0} : i32[]\n"
                        "    %q = div(%i, %three) : i32[32, 256]\n    %n = neg(%q) : i32[32, 256]\n    %ia = abs(%n) : i32[32, 256]\n"
                        "    %is = sign(%n) : i32[32, 256]\n    %ir = add(%ia, %is) : i32[32, 256]\n"
                        "    %mb = cast(%ir) {dtype = \"bool\"} : bool[32, 256]\n    %mm = logical_and(%mb, %bb) : bool[32, 256]\n"
