@@ -261,6 +261,16 @@ inline std::vector<PrimitiveModule> primitive_modules() {
   add("gemm_sum", "L2/18 Matmul_Sum (a reduction after the GEMM)", {"cublas", "reduction"},
       unary_module("%x: $DT[128, 512]", "$DT[128, 1]",
                    linear + "    %1 = reduce_sum(%0) {axis = 1, keepdim = 1} : $DT[128, 1]\n    return %1\n", linear_decls));
+  // f16/bf16: the tensor-core GEMM runs the epilogue's program on its accumulators (T rows).
+  add("gemm_program_tc", "L2 GEMM epilogues in f16 (fused into the tensor-core GEMM)", {"gemm", "cublas"},
+      unary_module("%x: $DT[T, 512], %r: $DT[T, 256]", "$DT[T, 256], bool[T, 256]",
+                   "    %w = weight {name = \"fc.weight\"} : $DT[256, 512]\n    %bias = weight {name = \"fc.bias\"} : $DT[256]\n"
+                   "    %0 = linear(%x, %w, %bias) : $DT[T, 256]\n" +
+                       c("s", "0.5") +
+                       "    %1 = gelu(%0) {approximate = \"tanh\"} : $DT[T, 256]\n    %2 = mul(%1, %s) : $DT[T, 256]\n"
+                       "    %3 = add(%2, %r) : $DT[T, 256]\n    %4 = gt(%0, %r) : bool[T, 256]\n    return %3, %4\n",
+                   linear_decls),
+      {ir::DType::kF16, ir::DType::kBF16});
   add("linear_odd_k", "a linear with K % 8 != 0 and rank-3 input", {"cublas"},
       unary_module("%x: $DT[2, 60, 100]", "$DT[2, 60, 48]",
                    "    %w = weight {name = \"fc.weight\"} : $DT[48, 100]\n    %0 = linear(%x, %w) : $DT[2, 60, 48]\n"
@@ -271,6 +281,10 @@ inline std::vector<PrimitiveModule> primitive_modules() {
       unary_module("%x: $DT[96, 130]", "$DT[130, 96]", "    %0 = transpose(%x) {perm = [1, 0]} : $DT[130, 96]\n    return %0\n"));
   add("transpose_heads", "a transpose that keeps the innermost axis", {"copy"},
       unary_module("%x: $DT[16, 8, 64]", "$DT[8, 16, 64]", "    %0 = transpose(%x) {perm = [1, 0, 2]} : $DT[8, 16, 64]\n    return %0\n"));
+  add("copies_t_rows", "copies of T rows (a captured LM's head transposes and concats)", {"copy"},
+      unary_module("%x: $DT[T, 8, 64], %y: $DT[T, 8, 64]", "$DT[T, 64, 8], $DT[T, 16, 64]",
+                   "    %0 = transpose(%x) {perm = [0, 2, 1]} : $DT[T, 64, 8]\n    %1 = flip(%y) {axis = 2} : $DT[T, 8, 64]\n"
+                   "    %2 = concat(%x, %1) {axis = 1} : $DT[T, 16, 64]\n    return %0, %2\n"));
   add("concat_flip", "concat, flip on the outer axis", {"copy"},
       unary_module("%x: $DT[16, 64], %y: $DT[16, 32]", "$DT[16, 96]",
                    "    %0 = flip(%x) {axis = 0} : $DT[16, 64]\n    %1 = concat(%0, %y) {axis = 1} : $DT[16, 96]\n    return %1\n"));

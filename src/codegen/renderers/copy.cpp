@@ -5,6 +5,7 @@
 
 #include "codegen/render.h"
 #include "codegen/renderers/renderers.h"
+#include "codegen/renderers/row_program_code.h"
 #include "plan/families/copy.h"
 
 namespace agentcompile::codegen {
@@ -22,6 +23,10 @@ std::string coordinates(const plan::Match& m, const std::string& index, int64_t 
   src << "    long long rest = " << index << ";\n";
   for (int64_t j = rank; j-- > 0;) {
     if (j == skip_a || j == skip_b) continue;
+    if (j == 0) {  // the outermost dim takes what is left (it may be T)
+      src << "    const long long c0 = rest;\n";
+      continue;
+    }
     const int64_t d = fact(m, "d" + std::to_string(j));
     src << "    const long long c" << j << " = rest % " << ll(d) << ";\n    rest /= " << ll(d) << ";\n";
   }
@@ -106,7 +111,8 @@ std::string render_copy(const plan::Candidate& c) {
   src << "  }\n};\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(" << c.params.at("threads") << ") " << name << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n" << binding
-      << "  ac::copy_elements<" << vec << ", " << c.params.at("threads") << ">(prog, " << ll(c.launches.front().grid_x.fixed) << ");\n}\n";
+      << "  ac::copy_elements<" << vec << ", " << c.params.at("threads") << ">(prog, "
+      << rows_expression(c.launches.front().grid_x.per_token, c.launches.front().grid_x.fixed) << ");\n}\n";
   return src.str();
 }
 

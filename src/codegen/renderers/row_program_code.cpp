@@ -67,13 +67,14 @@ bool broadcast_rows(const RowProgram::Load& load) {
 
 class ProgramWriter {
  public:
-  ProgramWriter(const RowProgram& p, int vec) : p_(p), vec_(vec), rows_op_(p.has_row_op()) {}
+  ProgramWriter(const RowProgram& p, int vec, const std::string& provided)
+      : p_(p), vec_(vec), rows_op_(p.has_row_op()), provided_(provided) {}
 
   std::string write() {
     const std::string V = std::to_string(vec_);
     src_ << "struct Program {\n";
     for (size_t i = 0; i < p_.loads.size(); ++i)
-      if (p_.loads[i].kind == RowProgram::LoadKind::kMemory)
+      if (p_.loads[i].kind == RowProgram::LoadKind::kMemory && !provided(p_.loads[i]))
         src_ << "  const " << cuda_type(p_.loads[i].dtype) << "* l" << i << ";  // " << p_.loads[i].slot << "\n";
     for (size_t j = 0; j < p_.stores.size(); ++j)
       src_ << "  " << cuda_type(p_.stores[j].dtype) << "* s" << j << ";  // " << p_.stores[j].slot
@@ -96,6 +97,9 @@ class ProgramWriter {
 
  private:
   bool is_row_step(int s) const { return s == p_.row_step; }
+  bool provided(const RowProgram::Load& load) const {
+    return !provided_.empty() && load.kind == RowProgram::LoadKind::kMemory && load.slot == provided_;
+  }
   // Values before the row op live in the chunk (the row op itself does not: post() computes it).
   bool in_chunk(int s) const { return !p_.steps[static_cast<size_t>(s)].post && !is_row_step(s); }
 
@@ -190,7 +194,7 @@ class ProgramWriter {
     src_ << "  __device__ __forceinline__ void load(long long row, int col, Chunk& c) const {\n";
     bool coords = false;
     for (const auto& load : p_.loads)
-      coords |= load.kind != RowProgram::LoadKind::kLiteral && !broadcast_rows(load) && !contiguous_rows(p_, load);
+      coords |= load.kind != RowProgram::LoadKind::kLiteral && !provided(load) && !broadcast_rows(load) && !contiguous_rows(p_, load);
     if (coords) {  // row -> coordinates over the leading dims, for partially broadcast loads
       src_ << "    long long rest = row;\n";
       for (size_t d = p_.lead.size(); d-- > 1;)
@@ -199,7 +203,7 @@ class ProgramWriter {
     }
     for (size_t i = 0; i < p_.loads.size(); ++i) {
       const auto& load = p_.loads[i];
-      if (load.kind == RowProgram::LoadKind::kLiteral) continue;
+      if (load.kind == RowProgram::LoadKind::kLiteral || provided(load)) continue;
       std::string offset;
       if (broadcast_rows(load)) {
         offset = "0";
@@ -301,17 +305,20 @@ class ProgramWriter {
   const RowProgram& p_;
   const int vec_;
   const bool rows_op_;
+  const std::string provided_;
   std::ostringstream src_;
 };
 
 }  // namespace
 
-std::string render_row_program(const plan::RowProgram& program, int vec) { return ProgramWriter(program, vec).write(); }
+std::string render_row_program(const plan::RowProgram& program, int vec, const std::string& provided) {
+  return ProgramWriter(program, vec, provided).write();
+}
 
-std::string render_program_binding(const plan::RowProgram& p, const std::string& var) {
+std::string render_program_binding(const plan::RowProgram& p, const std::string& var, const std::string& provided) {
   std::ostringstream src;
   for (size_t i = 0; i < p.loads.size(); ++i)
-    if (p.loads[i].kind == RowProgram::LoadKind::kMemory)
+    if (p.loads[i].kind == RowProgram::LoadKind::kMemory && (provided.empty() || p.loads[i].slot != provided))
       src << "  " << var << ".l" << i << " = static_cast<const " << cuda_type(p.loads[i].dtype) << "*>("
           << slot_expression(p.loads[i].slot) << ");\n";
   for (size_t j = 0; j < p.stores.size(); ++j)

@@ -1,8 +1,9 @@
 // Copy family (src/kernels/copy.cuh): copy regions of one layout op that moves data, transpose,
-// concat, flip or a slice of an inner axis, over static shapes. Each output element reads one
+// concat, flip or a slice of an inner axis, over static shapes or shapes whose first dim is T in the
+// output and every operand (an op that keeps that dim in place: its strides stay static). Each output element reads one
 // source element at an affine offset: per operand ("piece") a base and a stride per output dim
 // (negative for a flip), and for a concat the range of the concat axis the piece covers. Facts:
-// rank, d<j> (output dims), pieces, and per piece lo<i>, hi<i> (its range on `axis`), base<i>,
+// rank, d<j> (output dims; d0 = 0 for T), pieces, and per piece lo<i>, hi<i> (its range on `axis`), base<i>,
 // s<i>.<j>, or fill<i> (the bits of a double: a one-value constant operand, written, not read);
 // roles src<i> (operand slots) and out.
 //
@@ -30,6 +31,23 @@ std::vector<int64_t> contiguous_strides(const ir::Shape& shape) {
 }
 
 int64_t fact(const Match& m, const std::string& key) { return m.facts.at(key); }
+
+// A static shape, or one whose only symbolic dim is a leading T.
+bool t_rows_only(const ir::Shape& shape) {
+  for (size_t j = 0; j < shape.size(); ++j)
+    if (!shape[j].is_static() && (j != 0 || shape[j].symbol != ir::Symbol::kT)) return false;
+  return true;
+}
+
+// Output elements: per token (d0 is T) or in all.
+int64_t elements_of(const Match& m) {
+  int64_t elements = 1;
+  for (int64_t j = 0; j < fact(m, "rank"); ++j) {
+    const int64_t d = fact(m, "d" + std::to_string(j));
+    elements *= d ? d : 1;
+  }
+  return elements;
+}
 
 // The value of a one-value constant read through views, if `value` is one.
 std::optional<double> splat_value(const ir::Function& f, ir::ValueId value) {
@@ -84,8 +102,9 @@ class CopyFamily final : public TemplateFamily {
     const ir::Node& node = ctx.node(0);
     const ir::Function& f = *ctx.function;
     const ir::TensorType& out = f.type(node.result);
-    if (!ir::shape_is_static(out.shape) || out.shape.empty() || ir::is_quantized(out.dtype) || out.dtype == ir::DType::kI64)
+    if (!t_rows_only(out.shape) || out.shape.empty() || ir::is_quantized(out.dtype) || out.dtype == ir::DType::kI64)
       return std::nullopt;
+    const bool per_token = !out.shape[0].is_static();
     Match m;
     m.variant = std::string(ir::op_name(node.op));
     m.dtype = out.dtype;
@@ -94,7 +113,7 @@ class CopyFamily final : public TemplateFamily {
     if (m.roles["out"].rfind("out", 0) != 0) return std::nullopt;
     const int64_t rank = static_cast<int64_t>(out.shape.size());
     m.facts["rank"] = rank;
-    for (int64_t j = 0; j < rank; ++j) m.facts["d" + std::to_string(j)] = out.shape[static_cast<size_t>(j)].value;
+    for (int64_t j = 0; j < rank; ++j) m.facts["d" + std::to_string(j)] = out.shape[static_cast<size_t>(j)].value;  // T: 0
     auto axis_of = [&](int64_t axis) { return axis < 0 ? axis + rank : axis; };
     m.facts["axis"] = -1;
     // Pieces: operand slot, base, strides per output dim, range on the concat axis.
@@ -114,8 +133,13 @@ class CopyFamily final : public TemplateFamily {
       return !m.roles["src" + i].empty() && m.roles["src" + i].rfind("out", 0) != 0;
     };
     m.facts["pieces"] = 0;
-    for (ir::ValueId operand : node.operands)
-      if (!ir::shape_is_static(f.type(operand).shape)) return std::nullopt;
+    for (ir::ValueId operand : node.operands) {
+      const ir::Shape& shape = f.type(operand).shape;
+      if (!t_rows_only(shape) || shape.empty() || shape[0].is_static() != !per_token) return std::nullopt;
+    }
+    // T rows stay the outermost dim: a transpose keeps dim 0 in place, the other ops work off axis 0.
+    if (per_token && (node.op == OpKind::kTranspose ? node.dims_attr("perm")[0].value != 0 : axis_of(node.int_attr("axis")) == 0))
+      return std::nullopt;
     const std::vector<int64_t> in_strides = contiguous_strides(f.type(node.operands[0]).shape);
     bool ok = true;
     switch (node.op) {
@@ -192,7 +216,10 @@ class CopyFamily final : public TemplateFamily {
   std::string kernel_name(const Match& m, const ParamSet& params) const override {
     std::ostringstream name;
     name << "copy_" << m.variant << "_" << dtype_tag(m.dtype) << "_";
-    for (int64_t j = 0; j < fact(m, "rank"); ++j) name << (j ? "x" : "") << fact(m, "d" + std::to_string(j));
+    for (int64_t j = 0; j < fact(m, "rank"); ++j) {
+      const int64_t d = fact(m, "d" + std::to_string(j));
+      name << (j ? "x" : "") << (d ? std::to_string(d) : "T");
+    }
     name << "_" << row_program_digest(m);
     if (params.count("tiled"))
       name << "_tiled";
@@ -202,8 +229,9 @@ class CopyFamily final : public TemplateFamily {
   }
 
   std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    int64_t elements = 1;
-    for (int64_t j = 0; j < fact(m, "rank"); ++j) elements *= fact(m, "d" + std::to_string(j));
+    const int64_t elements = elements_of(m);
+    const bool per_token = fact(m, "d0") == 0;
+    auto grid = [&](int64_t count, int64_t divisor) { return per_token ? Extent{count, 0, divisor} : Extent{0, count, divisor}; };
     Launch launch;
     launch.kernel = kernel_name(m, params);
     launch.block_x = static_cast<int>(params.at("threads"));
@@ -211,9 +239,9 @@ class CopyFamily final : public TemplateFamily {
       const int64_t rank = fact(m, "rank"), p = tiled_dim(m);
       const int64_t P = fact(m, "d" + std::to_string(p)), Q = fact(m, "d" + std::to_string(rank - 1));
       const int64_t batch = elements / (P * Q);
-      launch.grid_x = Extent{0, batch * ((P + 31) / 32) * ((Q + 31) / 32), 1};
+      launch.grid_x = grid(batch * ((P + 31) / 32) * ((Q + 31) / 32), 1);
     } else {
-      launch.grid_x = Extent{0, elements / params.at("vec"), params.at("threads")};
+      launch.grid_x = grid(elements / params.at("vec"), params.at("threads"));
     }
     return {launch};
   }
