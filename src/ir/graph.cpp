@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace agentcompile::ir {
 
@@ -114,8 +115,39 @@ const Function* Module::find_function(const std::string& function_name) const {
   return nullptr;
 }
 
+namespace {
+
+// Floats compare by their bits (so -0.0 and 0.0 differ), and a NaN equals a NaN of the same sign: the text
+// form keeps only the sign of a NaN, and parse(print(m)) == m must hold for a NaN constant too.
+bool same_double(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b);
+  return std::memcmp(&a, &b, sizeof(double)) == 0;
+}
+
+bool same_attr(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* x = std::get_if<double>(&a)) return same_double(*x, std::get<double>(b));
+  if (const auto* x = std::get_if<FloatList>(&a)) {
+    const FloatList& y = std::get<FloatList>(b);
+    if (x->size() != y.size()) return false;
+    for (size_t i = 0; i < x->size(); ++i)
+      if (!same_double((*x)[i], y[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+bool same_attrs(const Attrs& a, const Attrs& b) {
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+    if (i->first != j->first || !same_attr(i->second, j->second)) return false;
+  return true;
+}
+
+}  // namespace
+
 bool operator==(const Node& a, const Node& b) {
-  return a.op == b.op && a.operands == b.operands && a.attrs == b.attrs && a.result == b.result && a.loc == b.loc;
+  return a.op == b.op && a.operands == b.operands && same_attrs(a.attrs, b.attrs) && a.result == b.result && a.loc == b.loc;
 }
 bool operator==(const Value& a, const Value& b) {
   return a.name == b.name && a.type == b.type && a.producer == b.producer;

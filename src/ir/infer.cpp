@@ -147,6 +147,7 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       const auto& b = in[1];
       if (a.shape.size() < 2 || a.shape.size() != b.shape.size())
         return op_error(node, "operands must have equal rank >= 2, got " + a.to_string() + " and " + b.to_string());
+      if (a.dtype != b.dtype) return op_error(node, "dtypes differ: " + a.to_string() + " vs " + b.to_string());
       const size_t r = a.shape.size();
       for (size_t i = 0; i + 2 < r; ++i)
         if (a.shape[i] != b.shape[i]) return op_error(node, "batch dims differ: " + a.to_string() + " vs " + b.to_string());

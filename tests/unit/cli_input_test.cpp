@@ -23,7 +23,7 @@ TEST(CliInput, AnUnknownSubcommandListsTheValidOnes) {
   const CommandRun run = cli("frobnicate");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_TRUE(contains(run.output, "unknown subcommand 'frobnicate'")) << run.output;
-  for (const char* valid : {"inspect", "init-random", "reference", "compile", "run", "bench", "tokenize", "run-function"})
+  for (const char* valid : {"inspect", "init-random", "reference", "compile", "run", "bench", "tokenize", "run-function", "capture"})
     EXPECT_TRUE(contains(run.output, valid)) << valid << "\n" << run.output;
 }
 

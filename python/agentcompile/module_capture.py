@@ -1,0 +1,131 @@
+"""Captures a plain nn.Module (a KernelBench-style problem file) as one IR function `forward`.
+
+The file defines the module class (default `Model`), `get_init_inputs()` and `get_inputs()`. The model
+is built as `Model(*get_init_inputs())` and the inputs drawn by `get_inputs()`, each right after
+`torch.manual_seed(seed)`, so a capture is reproducible. Shapes are static. The model stays in its
+default (training) mode, as KernelBench runs it: batch norm normalizes with the batch's statistics and
+its running-statistics updates are dropped (noted in the manifest); dropout would be random there, so
+it is refused unless `--eval`. The example inputs and the eager outputs are written beside the IR
+(inputs.safetensors, reference_outputs.safetensors) so a run can be checked without Python.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+import sys
+
+import torch
+
+from .capture_dir import node_count, signature, torch_version, write_capture
+from .errors import CaptureError
+from .exporting import export_core_aten
+from .fx_to_ir import Converter, UserInput
+from .ir_text import Module
+from .weights import save_tensors
+
+
+# Modules that compute differently in training mode.
+MODE_DEPENDENT = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm,
+                  torch.nn.modules.dropout._DropoutNd)
+
+
+def load_problem(path: pathlib.Path, class_name: str):
+    """The problem file's module class, get_init_inputs and get_inputs."""
+    if not path.is_file():
+        raise CaptureError(f"{path} does not exist")
+    name = "agentcompile_problem_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    problem = importlib.util.module_from_spec(spec)
+    sys.modules[name] = problem  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(problem)
+    except Exception as e:
+        raise CaptureError(f"importing {path.name} failed: {type(e).__name__}: {e}") from e
+    missing = [n for n in (class_name, "get_inputs") if not hasattr(problem, n)]
+    if missing:
+        raise CaptureError(f"{path.name} defines no {' and no '.join(missing)}")
+    return getattr(problem, class_name), getattr(problem, "get_init_inputs", lambda: []), problem.get_inputs
+
+
+def _half(x):
+    return x.half() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
+def build(path: pathlib.Path, class_name: str, dtype: str, seed: int, eval_mode: bool, example_data: bool = True):
+    """(model, example inputs) as the capture and its reference run see them. Without example data the
+    inputs are only shapes and dtypes to trace with: drawn on the meta device, then allocated and never
+    written (the pages of an untouched torch.empty cost nothing, at any KernelBench size)."""
+    cls, get_init_inputs, get_inputs = load_problem(path, class_name)
+    try:
+        torch.manual_seed(seed)
+        model = cls(*get_init_inputs())
+        torch.manual_seed(seed)
+        if example_data:
+            inputs = list(get_inputs())
+        else:
+            with torch.device("meta"):
+                inputs = [torch.empty(x.shape, dtype=x.dtype, device="cpu") if isinstance(x, torch.Tensor) else x
+                          for x in get_inputs()]
+    except Exception as e:
+        raise CaptureError(f"building {class_name} or its inputs failed: {type(e).__name__}: {e}") from e
+    if dtype == "f16":
+        model = model.half()  # floating parameters and buffers
+        inputs = [_half(x) for x in inputs]
+    if eval_mode:
+        model.eval()
+    return model, inputs
+
+
+def _tensor_inputs(program, inputs) -> dict:
+    """Placeholder name -> example tensor. Export lists the forward's arguments in order as user inputs
+    and names each after its parameter; arguments that are not tensors were specialized away."""
+    specs = [s for s in program.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    return {spec.arg.name: x for spec, x in zip(specs, inputs) if isinstance(x, torch.Tensor)}
+
+
+def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Model", dtype: str = "f32",
+                   seed: int = 0, eval_mode: bool = False, example_data: bool = True) -> str:
+    """Captures the problem into `out`; `example_data` also writes the example inputs and eager outputs
+    (at KernelBench's published sizes those are gigabytes, so a benchmark leaves them out)."""
+    model, inputs = build(path, class_name, dtype, seed, eval_mode, example_data)
+    with torch.no_grad():
+        program = export_core_aten(model, tuple(inputs), what=f"{path.name}:{class_name}")
+    examples = _tensor_inputs(program, inputs)
+    module = Module(re.sub(r"\W", "_", path.stem))
+    converter = Converter(program, module, "forward", {name: UserInput(name) for name in examples})
+    function = converter.run()
+    module.functions.append(function)
+
+    output_dtypes = _output_dtypes(program)
+    output_names = ["output"] if len(output_dtypes) == 1 else [f"output_{i}" for i in range(len(output_dtypes))]
+    notes = list(converter.notes)
+    if model.training and any(isinstance(m, MODE_DEPENDENT) for m in model.modules()):
+        notes.insert(0, "captured in training mode (the module's default), as KernelBench runs it")
+    manifest = {
+        "kind": "module", "source": f"{path}:{class_name}", "torch": torch_version(), "dtype": dtype, "seed": seed,
+        "functions": {"forward": signature(function, input_torch_dtypes={n: x.dtype for n, x in examples.items()},
+                                           output_names=output_names, output_torch_dtypes=output_dtypes)},
+        "notes": notes,
+    }
+    write_capture(out, module, manifest, converter.tensors)
+    if example_data:
+        with torch.no_grad():
+            outputs = _as_list(model(*inputs))
+        save_tensors(out / "inputs.safetensors", examples)
+        save_tensors(out / "reference_outputs.safetensors", dict(zip(output_names, outputs)))
+    return f"captured {path.name}:{class_name} ({node_count(module)}; {len(module.params)} params) -> {out}"
+
+
+def _output_dtypes(program) -> list:
+    """torch's dtype of each user output (the IR may have narrowed it)."""
+    output = next(n for n in program.graph.nodes if n.op == "output")
+    specs = program.graph_signature.output_specs
+    return [out.meta["val"].dtype for spec, out in zip(specs, output.args[0]) if spec.kind.name == "USER_OUTPUT"]
+
+
+def _as_list(result) -> list:
+    items = list(result) if isinstance(result, (tuple, list)) else [result]
+    if not all(isinstance(t, torch.Tensor) for t in items):
+        raise CaptureError("the module returns something other than tensors")
+    return items

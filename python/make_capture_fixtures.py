@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Writes the capture directories under tests/fixtures/captured/ that CI (which has no torch) reads.
+
+Causal LMs (prefill + decode):
+  tiny-qwen3, tiny-llama     from the checkpoints in tests/fixtures/models/, --link-weights (no copy of
+                             the weights: capture.json's weights_from points at the checkpoint)
+  tiny-gemma3, tiny-phi3,    from tests/fixtures/configs/, seeded random weights in the config's dtype
+  tiny-olmo2
+Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
+  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm -- KernelBench-style problems
+  at small sizes; each directory keeps its problem file (<name>.py).
+Run from anywhere: python3 python/make_capture_fixtures.py (paths in the manifests are repository-relative).
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = pathlib.Path("tests/fixtures/captured")
+CHECKPOINTS = ("tiny-qwen3", "tiny-llama")
+RANDOM_CONFIGS = ("tiny-gemma3", "tiny-phi3", "tiny-olmo2")
+
+PROBLEM_HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+PROBLEMS = {
+    "relu": """
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs(): return [torch.randn(8, 64)]
+def get_init_inputs(): return []
+""",
+    "softmax": """
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+def get_inputs(): return [torch.randn(4, 128) * 4]
+def get_init_inputs(): return []
+""",
+    "layernorm": """
+class Model(nn.Module):
+    def __init__(self, normalized_shape):
+        super().__init__()
+        self.ln = nn.LayerNorm(normalized_shape)
+        with torch.no_grad():  # affine parameters away from 1 and 0, so the test sees them applied
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.ln(x)
+
+def get_inputs(): return [torch.randn(4, 8, 32)]
+def get_init_inputs(): return [(8, 32)]
+""",
+    "gemm_bias_gelu": """
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return F.gelu(self.gemm(x))
+
+def get_inputs(): return [torch.randn(8, 64)]
+def get_init_inputs(): return [64, 48]
+""",
+    "cumsum": """
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+def get_inputs(): return [torch.rand(4, 100)]
+def get_init_inputs(): return [1]
+""",
+    "argmax": """
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.argmax(x, dim=self.dim)
+
+def get_inputs(): return [torch.randn(4, 16, 8)]
+def get_init_inputs(): return [1]
+""",
+    "sdpa": """
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+def get_inputs(): return [torch.randn(2, 4, 16, 32), torch.randn(2, 4, 16, 32), torch.randn(2, 4, 16, 32)]
+def get_init_inputs(): return []
+""",
+    "rmsnorm": """
+class Model(nn.Module):
+    def __init__(self, num_features, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(num_features) + 0.5)
+        self.eps = eps
+
+    def forward(self, x):
+        rms = torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + self.eps)
+        return x / rms * self.weight
+
+def get_inputs(): return [torch.randn(4, 8, 64)]
+def get_init_inputs(): return [64]
+""",
+}
+
+
+def capture(*args: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    result = subprocess.run([sys.executable, "-m", "agentcompile.capture", *args], cwd=ROOT, env=env,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(result.stderr.strip())
+    print(result.stdout.strip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args()
+    shutil.rmtree(ROOT / OUT, ignore_errors=True)
+    for name in CHECKPOINTS:
+        capture("hf", str(pathlib.Path("tests/fixtures/models") / name), "--link-weights", "-o", str(OUT / name))
+    for name in RANDOM_CONFIGS:
+        capture("hf", "--config", str(pathlib.Path("tests/fixtures/configs") / f"{name}.json"), "--random-weights",
+                "--seed", "0", "-o", str(OUT / name))
+    for name, body in PROBLEMS.items():
+        problem = OUT / name / f"{name}.py"
+        (ROOT / problem).parent.mkdir(parents=True)
+        (ROOT / problem).write_text(PROBLEM_HEADER + body.lstrip("\n"))
+        capture("module", str(problem), "--seed", "0", "-o", str(OUT / name))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""`capture module` on small KernelBench problems: the IR verifies in C++, and evaluating it reproduces the
+eager outputs the capture wrote (reference_outputs.safetensors) from its example inputs."""
+import pathlib
+import tempfile
+import unittest
+
+from helpers import assert_close, build_dir, check_ir, cli_supports, quiet_torch, requires_torch, run_function_command
+from kernelbench_small import PROBLEMS, source
+
+
+def _load(path):
+    from safetensors.torch import load_file
+    return load_file(str(path))
+
+
+@requires_torch
+class ModuleCaptureTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        quiet_torch()
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.tmp = pathlib.Path(cls._tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def capture(self, name, dtype="f32", eval_mode=False, example_data=True) -> pathlib.Path:
+        from agentcompile.module_capture import capture_module
+        problem = self.tmp / f"{name}.py"
+        problem.write_text(source(name))
+        out = self.tmp / f"{name}-{dtype}{'-eval' if eval_mode else ''}{'' if example_data else '-bare'}"
+        capture_module(problem, out, dtype=dtype, seed=0, eval_mode=eval_mode, example_data=example_data)
+        return out
+
+    def evaluate(self, out: pathlib.Path) -> dict:
+        """The captured forward run by the tests' IR evaluator on the captured example inputs."""
+        import ir_eval
+        module = ir_eval.parse_module((out / "module.ir").read_text())
+        weights = _load(out / "weights.safetensors") if (out / "weights.safetensors").exists() else {}
+        results = ir_eval.run_function(module, "forward", _load(out / "inputs.safetensors"), weights, {})
+        names = list(_load(out / "reference_outputs.safetensors"))
+        return dict(zip(sorted(names, key=lambda n: int(n.rsplit("_", 1)[1]) if "_" in n else 0), results))
+
+    def test_problems_verify_and_match_eager(self):
+        for name in PROBLEMS:
+            if name == "dropout_softmax":
+                continue
+            with self.subTest(name):
+                out = self.capture(name)
+                check_ir(self, out / "module.ir")
+                assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+
+    def test_f16_capture_casts_params_and_inputs(self):
+        for name in ("gemm_multiply_leakyrelu", "layernorm", "sdpa", "batchnorm_train",
+                     "gemm_batchnorm_gelu_groupnorm_mean"):
+            with self.subTest(name):
+                out = self.capture(name, dtype="f16")
+                check_ir(self, out / "module.ir")
+                self.assertIn("f16[", (out / "module.ir").read_text())
+                assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 2e-3, 2e-2)
+
+    def test_training_batch_norm_drops_running_stats_with_a_note(self):
+        import json
+        out = self.capture("batchnorm_train")
+        manifest = json.loads((out / "capture.json").read_text())
+        self.assertTrue(any("running_mean" in note for note in manifest["notes"]), manifest["notes"])
+        self.assertNotIn("running_mean", (out / "module.ir").read_text())
+
+    def test_dropout_refused_in_training_mode_and_captured_in_eval_mode(self):
+        from agentcompile.errors import CaptureError
+        with self.assertRaises(CaptureError) as caught:
+            self.capture("dropout_softmax")
+        self.assertIn("aten.native_dropout.default", str(caught.exception))
+        self.assertIn("dropout_softmax.py:", str(caught.exception))
+        self.assertIn("--eval", str(caught.exception))
+        out = self.capture("dropout_softmax", eval_mode=True)
+        check_ir(self, out / "module.ir")
+        assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+
+    def test_without_example_data_only_the_module_and_weights_are_written(self):
+        out = self.capture("gemm_multiply_leakyrelu", example_data=False)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["capture.json", "module.ir", "weights.safetensors"])
+        check_ir(self, out / "module.ir")
+
+    def test_manifest_records_narrowed_integer_types(self):
+        import json
+        out = self.capture("argmax_argmin_max_min")
+        outputs = json.loads((out / "capture.json").read_text())["functions"]["forward"]["outputs"]
+        self.assertEqual(outputs[0], {"name": "output_0", "dtype": "i32", "shape": [3, 5], "torch_dtype": "int64"})
+
+    @unittest.skipUnless(cli_supports("capture"), "agentcompile is not built: its capture command is not tested")
+    def test_agentcompile_capture_runs_the_python_tool(self):
+        import subprocess
+        problem = self.tmp / "relu.py"
+        problem.write_text(source("relu"))
+        out = self.tmp / "relu-cli"
+        result = subprocess.run([str(build_dir() / "agentcompile"), "capture", "module", str(problem), "-o", str(out)],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(result.stdout.startswith("captured relu.py:Model"), result.stdout)
+        check_ir(self, out / "module.ir")
+        result = subprocess.run([str(build_dir() / "agentcompile"), "capture", "module", str(self.tmp / "nowhere.py"),
+                                 "-o", str(out)], capture_output=True, text=True)
+        self.assertEqual((result.returncode, result.stderr.strip()),
+                         (1, f"capture: {self.tmp / 'nowhere.py'} does not exist"))
+
+    @unittest.skipUnless(cli_supports("run-function"), "agentcompile run-function is not built: C++ comparison skipped")
+    def test_cpp_reference_interpreter_matches_eager(self):
+        for name in PROBLEMS:
+            if name == "dropout_softmax":
+                continue
+            with self.subTest(name):
+                out = self.capture(name)
+                outputs = run_function_command(out, "forward", _load(out / "inputs.safetensors"))
+                assert_close(self, outputs, _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+
+
+if __name__ == "__main__":
+    unittest.main()
