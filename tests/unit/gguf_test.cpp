@@ -439,6 +439,16 @@ TEST(GgufParse, MalformedHeaderAndMetadata) {
   }
 }
 
+// Two tensors over the same bytes would each read the other's values: refused as safetensors does.
+TEST(GgufParse, TensorsWhoseBytesOverlapAreRefused) {
+  Builder b;
+  b.f32_tensor("a", {8}).f32_tensor("b", {16}).f32_tensor("c", {8});
+  b.tensors[2].offset = 32;  // inside b's [32, 96)
+  EXPECT_GGUF_ERROR(b.build(), ErrorCode::kParse, "test.gguf: tensors 'c' [32, 64) and 'b' [32, 96) overlap");
+  b.tensors[2].offset = 96;  // right after b: fine
+  EXPECT_TRUE(parse_error(b.build()).is_ok());
+}
+
 TEST(GgufParse, MalformedTensorInfo) {
   auto with_tensor = [](auto edit) {
     Builder b;
@@ -457,7 +467,8 @@ TEST(GgufParse, MalformedTensorInfo) {
   EXPECT_GGUF_ERROR(far, ErrorCode::kParse, "data [1048576, +256) runs past the end");
   EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.offset = 4; }), ErrorCode::kParse,
                     "tensor 'blk.0.attn_q.weight': data offset 4 is not a multiple of the alignment 32");
-  EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.dims = {1, 1, 1, 1, 1}; }), ErrorCode::kParse, "5 dims");
+  EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.dims = {1, 1, 1, 1, 1}; }), ErrorCode::kParse, "n_dims is 5; it must be 1 to 4");
+  EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.dims = {}; }), ErrorCode::kParse, "tensor 'blk.0.attn_q.weight' at byte 24: n_dims is 0");
   EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.dims = {uint64_t{1} << 40, uint64_t{1} << 40}; }), ErrorCode::kParse,
                     "element count overflows");
   EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.dims = {uint64_t{1} << 62, 1}; }), ErrorCode::kParse, "byte size overflows");

@@ -255,7 +255,7 @@ TEST(Safetensors, BadHeadersNameTheTensorOrKey) {
       {"begin after end", R"({"w": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}})", 8, ErrorCode::kParse,
        {"'w'", "begin 8 > end 4"}},
       {"offsets out of range", R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 8,
-       ErrorCode::kParse, {"'w'", "end 12", "past the data section (8 bytes)"}},
+       ErrorCode::kParse, {"'w'", "end 12", "past the data section (8 bytes: is the file truncated?)"}},
       {"size disagrees", R"({"w": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 8]}})", 8, ErrorCode::kParse,
        {"'w'", "8 bytes", "needs 6"}},
       {"overlap", R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
