@@ -145,13 +145,21 @@ Status parse_rope(const json& root, const Reader& top, const std::string& source
 
 // Sliding-window attention is not implemented: a configuration that uses it on some layer is refused
 // unless its window covers the whole context, where it is the same as full attention. Which layers
-// slide follows transformers: `layer_types` (5.x), else use_sliding_window for layers from
-// max_window_layers on (Qwen2's and Qwen3's default 28).
-Status check_sliding_window(const Reader& top, const ModelConfig& config) {
-  AC_ASSIGN_OR_RETURN(const int64_t window, top.integer("sliding_window", int64_t{0}));
+// slide follows transformers: `layer_types` (5.x), else use_sliding_window for the layers from
+// max_window_layers on. Where transformers' versions disagree the configuration is refused rather
+// than guessed at: without max_window_layers, the eager and SDPA paths of 4.x slid every layer. A
+// window that is not given is transformers' default for Qwen2 and Qwen3, 4096; null means none.
+Status check_sliding_window(const json& root, const Reader& top, const ModelConfig& config) {
+  constexpr int64_t kDefaultWindow = 4096;
+  const bool given = root.contains("sliding_window");
+  int64_t window = 0;
+  if (!given || !root["sliding_window"].is_null()) {
+    AC_ASSIGN_OR_RETURN(window, top.integer("sliding_window", kDefaultWindow));
+  }
   const bool covers = window <= 0 || window >= config.max_position_embeddings;
-  const std::string why = "with sliding_window " + std::to_string(window) + ", shorter than the context of " +
-                          std::to_string(config.max_position_embeddings) + ": sliding-window attention is not supported";
+  const std::string why = "with sliding_window " + std::to_string(window) + (given ? "" : " (transformers' default)") +
+                          ", shorter than the context of " + std::to_string(config.max_position_embeddings) +
+                          ": sliding-window attention is not supported";
   if (const json* types = top.find("layer_types")) {
     if (!types->is_array()) return top.refuse("layer_types", "must be a list of strings, got " + Reader::shown(*types));
     for (const json& type : *types) {
@@ -163,10 +171,12 @@ Status check_sliding_window(const Reader& top, const ModelConfig& config) {
     return Status::ok();
   }
   AC_ASSIGN_OR_RETURN(const bool sliding, top.boolean("use_sliding_window", false));
-  AC_ASSIGN_OR_RETURN(const int64_t first_sliding_layer, top.integer("max_window_layers", int64_t{28}));
-  if (sliding && !covers && first_sliding_layer < config.num_layers)
-    return top.refuse("use_sliding_window", "is true " + why, ErrorCode::kUnsupported);
-  return Status::ok();
+  if (!sliding || covers) return Status::ok();
+  if (top.find("max_window_layers")) {
+    AC_ASSIGN_OR_RETURN(const int64_t first_sliding_layer, top.integer("max_window_layers"));
+    if (first_sliding_layer >= config.num_layers) return Status::ok();  // no layer slides
+  }
+  return top.refuse("use_sliding_window", "is true " + why, ErrorCode::kUnsupported);
 }
 
 Expected<ir::DType> parse_torch_dtype(const Reader& top) {
@@ -252,7 +262,7 @@ Expected<ModelConfig> parse_hf_config(const nlohmann::json& json, const std::str
   AC_ASSIGN_OR_RETURN(config.rms_norm_eps, top.number("rms_norm_eps", 1e-6));
   AC_ASSIGN_OR_RETURN(config.initializer_range, top.number("initializer_range", 0.02));
   AC_TRY(parse_rope(json, top, source, names, config));
-  AC_TRY(check_sliding_window(top, config));
+  AC_TRY(check_sliding_window(json, top, config));
   AC_ASSIGN_OR_RETURN(config.tie_word_embeddings, top.boolean("tie_word_embeddings", false));
   AC_ASSIGN_OR_RETURN(config.dtype, parse_torch_dtype(top));
 

@@ -1,46 +1,24 @@
 // Bad input ends in a clear error or a correct result, never a crash, through the CLI: invalid UTF-8
 // from the advisor or in a model path, advice files of the wrong shape, configuration sizes without
-// bounds (layers, vocabulary, context), a negative norm epsilon, and token ids outside the vocabulary.
+// bounds (layers, vocabulary, context), a negative norm epsilon, configuration keys that would be
+// ignored or are of the wrong type, and token ids outside the vocabulary.
 //
 // Commands run under a memory limit, so a tool that tries to allocate what a broken configuration
 // asks for fails fast instead of exhausting the machine.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "command_runner.h"
+#include "bad_input_fixtures.h"
 
 namespace agentcompile {
 namespace {
 
-namespace fs = std::filesystem;
-using json = nlohmann::json;
+using namespace testing::bad_input;
 using testing::CommandRun;
 
-const fs::path kTinyQwen2 = fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/tiny-qwen2.json";
-
-fs::path work_dir(const std::string& name) {
-  const fs::path dir = fs::path(AC_BINARY_DIR) / "bad-input-test" / (name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// The CLI with `args`, at most 4 GiB of address space and 120 s.
-CommandRun cli(const std::string& args) {
-  return testing::run_command("bash -c 'ulimit -v 4194304; exec timeout 120 " + std::string(AC_CLI) + " " + args + "'");
-}
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
+const fs::path kTinyQwen2 = kFixtures / "configs" / "tiny-qwen2.json";
 
 // tiny-qwen2's config.json with `key` set to `value`, in a directory of its own.
 fs::path config_with(const fs::path& work, const std::string& key, const json& value) {
@@ -128,6 +106,34 @@ TEST(BadInput, ConfigurationSizesAreBounded) {
       const CommandRun run = cli(args);
       EXPECT_EQ(run.exit_code, 1) << args << "\n" << run.output;
       EXPECT_NE(run.output.find(c.key), std::string::npos) << args << "\n" << run.output;
+    }
+  }
+}
+
+// Keys that change what the model computes, or of the wrong type, are refused by the tools with the
+// key and the reason named (config_keys_test checks the parser case by case).
+TEST(BadInput, ConfigurationKeysAreHonouredOrRefused) {
+  const fs::path work = work_dir("keys");
+  struct Case {
+    std::string key;
+    json value;
+    std::string message;
+  };
+  for (const Case& c : {Case{"model_type", 5, "key 'model_type' must be a string, got 5"},
+                        Case{"sliding_window", 64, "key 'use_sliding_window' is true with sliding_window 64, shorter than the context of 256"},
+                        Case{"quantization_config", {{"quant_method", "gptq"}, {"bits", 4}}, "\"gptq\""},
+                        Case{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}, "rope_scaling: key 'low_freq_factor' is missing"}}) {
+    SCOPED_TRACE(c.key + " = " + c.value.dump());
+    const fs::path model = config_with(work, c.key, c.value);
+    if (c.key == "sliding_window") {  // Qwen2's window on every layer (no max_window_layers)
+      json config = read_json(model / "config.json");
+      config["use_sliding_window"] = true;
+      write_text(model / "config.json", config.dump(2));
+    }
+    for (const std::string& args : {"inspect " + model.string() + " --no-ir", compile_args(model, work / "artifact", work / "cache")}) {
+      const CommandRun run = cli(args);
+      EXPECT_EQ(run.exit_code, 1) << args << "\n" << run.output;
+      EXPECT_TRUE(contains(run.output, c.message)) << args << "\n" << run.output;
     }
   }
 }

@@ -46,6 +46,15 @@ TEST(ConfigKeys, SlidingWindowAttentionIsRefusedUnlessItCoversTheContext) {
   expect_accepted(with(tiny_qwen2(), {{"use_sliding_window", true}, {"sliding_window", nullptr}}));
   expect_accepted(with(tiny_qwen2(), {{"use_sliding_window", true}, {"max_window_layers", 2}}));
   expect_accepted(with(tiny_qwen2(), {{"layer_types", {"full_attention", "full_attention"}}}));
+  // Without a window, transformers' default of 4096: shorter than a context of 8192, not than 256.
+  json no_window = with(tiny_qwen2(), {{"use_sliding_window", true}});
+  no_window.erase("sliding_window");
+  expect_accepted(no_window);
+  expect_refused(with(no_window, {{"max_position_embeddings", 8192}}), {"'use_sliding_window'", "4096 (transformers' default)", "8192"});
+  // Without max_window_layers, transformers' versions disagree on which layers slide.
+  json no_layers = with(tiny_qwen2(), {{"use_sliding_window", true}});
+  no_layers.erase("max_window_layers");
+  expect_refused(no_layers, {"'use_sliding_window'", "128"});
   expect_refused(with(tiny_qwen2(), {{"use_sliding_window", "yes"}}), {"'use_sliding_window'", "true or false"});
 }
 
