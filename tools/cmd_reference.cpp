@@ -25,6 +25,7 @@ namespace {
 struct ReferenceOptions {
   std::string model;
   std::string tokens;
+  CLI::Option* tokens_option = nullptr;
   PromptFlags prompt;
   bool raw = false;
   int new_tokens = 16;
@@ -33,12 +34,11 @@ struct ReferenceOptions {
 };
 
 void run_reference(const ReferenceOptions& options) {
-  if (options.tokens.empty() == !options.prompt.given()) fail("give exactly one of --tokens IDS, -p TEXT or --prompt-file FILE");
+  const bool tokens = options.tokens_option->count() > 0;
+  if (tokens == options.prompt.given()) fail("give exactly one of --tokens IDS, -p TEXT or --prompt-file FILE");
   std::optional<tokenizer::Tokenizer> text;
   std::vector<int32_t> prompt;
-  if (!options.tokens.empty()) {
-    prompt = parse_token_list(options.tokens);
-  } else {
+  if (!tokens) {
     const std::string prompt_text = read_prompt(options.prompt);
     auto loaded = tokenizer::Tokenizer::from_model_path(options.model);
     if (!loaded) fail(loaded.status().to_string());
@@ -53,6 +53,9 @@ void run_reference(const ReferenceOptions& options) {
   auto module = frontend::source_module(*source);
   if (!module) fail(module.status().to_string());
   if (Status status = ir::verify_module(*module); !status) fail(status.to_string());
+  // Ids are checked against the model's vocabulary here, where it is known, rather than by the
+  // embedding gather deep in the first step.
+  if (tokens) prompt = parse_token_list(options.tokens, "--tokens", static_cast<size_t>(source->config.vocab_size));
 
   const int64_t needed = static_cast<int64_t>(prompt.size()) + options.new_tokens;
   const int64_t context = options.max_context > 0 ? options.max_context : needed;
@@ -103,7 +106,7 @@ void add_reference_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("reference", "Generate greedily with the CPU reference interpreter (fp32)");
   auto options = std::make_shared<ReferenceOptions>();
   cmd->add_option("model", options->model, "HF checkpoint directory or .gguf file")->required();
-  cmd->add_option("--tokens", options->tokens, "Prompt token ids, comma-separated (prints ids)");
+  options->tokens_option = cmd->add_option("--tokens", options->tokens, "Prompt token ids, comma-separated (prints ids)");
   add_prompt_flags(*cmd, options->prompt, "Prompt text, sent through the chat template unless --raw (prints text)");
   cmd->add_flag("--raw", options->raw, "With a text prompt: no chat template");
   cmd->add_option("-n,--new-tokens", options->new_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "engine_flags.h"
+#include "frontend/model_source.h"
 #include "prompt.h"
 #include "runtime/logits_file.h"
 #include "token_list.h"
@@ -24,6 +25,7 @@ struct RunFlags {
   EngineFlags engine;
   PromptFlags prompt;
   std::string tokens, system, dump_logits;
+  CLI::Option* tokens_option = nullptr;
   bool chat = false, raw = false, no_think = false, json = false, ignore_eos = false;
   int64_t new_tokens = 128, prefill = 0;
   std::optional<float> temperature, top_p, repetition_penalty;
@@ -57,6 +59,27 @@ void dump_logits(Engine& engine, const RunFlags& flags, const std::vector<int32_
   std::fprintf(stderr, "wrote logits [%zu, %lld] to %s: positions 0..%lld from prefill calls, %lld..%zu from decode steps\n", ids.size(),
                static_cast<long long>(vocab), flags.dump_logits.c_str(), static_cast<long long>(prefill - 1), static_cast<long long>(prefill),
                ids.size() - 1);
+}
+
+// A prompt the model cannot hold is refused before the engine loads (which may compile first, and
+// needs a GPU): longer than the model's context, or with --max-context than the KV cache's rows.
+void check_prompt_fits(const RunFlags& flags, size_t prompt_tokens) {
+  auto source = frontend::open_model(flags.engine.model, /*with_weights=*/false);
+  if (!source) fail(source.status().to_string());
+  if (!source->is_language_model()) return;  // the engine says what a captured module cannot do
+  const int64_t n = static_cast<int64_t>(prompt_tokens);
+  const int64_t model_context = source->config.max_position_embeddings;
+  if (n > model_context)
+    fail("the prompt has " + std::to_string(n) + " tokens, longer than the model's context of " + std::to_string(model_context));
+  const int64_t rows = flags.engine.max_context;  // 0: the engine picks, at most the model's context
+  if (rows <= 0) return;
+  if (!flags.dump_logits.empty()) {
+    if (n > rows) fail("the prompt has " + std::to_string(n) + " tokens, more than --max-context " + std::to_string(rows));
+  } else if (n + flags.new_tokens - 1 > rows) {
+    fail(std::to_string(n) + " prompt tokens + " + std::to_string(flags.new_tokens) + " new tokens need " +
+         std::to_string(n + flags.new_tokens - 1) + " cache rows, more than --max-context " + std::to_string(rows) +
+         " (raise --max-context or lower -n)");
+  }
 }
 
 // One generation, streamed: text through the stream decoder, or ids.
@@ -93,7 +116,8 @@ void report(const GenerateResult& r, size_t prompt_tokens) {
 }
 
 void run(const RunFlags& flags) {
-  const int modes = flags.prompt.given() + !flags.tokens.empty() + flags.chat;
+  const bool tokens = flags.tokens_option->count() > 0;
+  const int modes = flags.prompt.given() + tokens + flags.chat;
   if (modes != 1) fail("give exactly one of -p TEXT, --prompt-file FILE, --tokens IDS or --chat");
   if (!flags.dump_logits.empty() && flags.chat) fail("--dump-logits needs --tokens, -p or --prompt-file");
   // Read before anything is loaded, so a prompt that cannot be had fails at once.
@@ -101,7 +125,7 @@ void run(const RunFlags& flags) {
 
   // The tokenizer, for text in and out (not needed for --tokens).
   std::optional<tokenizer::Tokenizer> text;
-  if (flags.tokens.empty()) {
+  if (!tokens) {
     auto loaded = tokenizer::Tokenizer::from_model_path(flags.engine.model);
     if (!loaded) fail(loaded.status().to_string());
     text.emplace(std::move(*loaded));
@@ -113,7 +137,7 @@ void run(const RunFlags& flags) {
 
   // The prompt's ids before the engine loads, so a prompt that cannot be encoded fails at once.
   std::vector<int32_t> prompt;
-  if (!flags.tokens.empty()) {
+  if (tokens) {
     prompt = parse_token_list(flags.tokens);
   } else if (!flags.chat) {
     std::vector<tokenizer::ChatMessage> messages;
@@ -123,6 +147,8 @@ void run(const RunFlags& flags) {
   } else if (text->chat_template().family() == tokenizer::ChatFamily::kNone) {
     fail(text->source() + ": the tokenizer has no chat template, which --chat needs");
   }
+
+  if (!flags.chat) check_prompt_fits(flags, prompt.size());
 
   auto engine = load_engine_or_fail(flags.engine, flags.json);
   GenerateOptions options;
@@ -171,7 +197,7 @@ void add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   add_engine_flags(*cmd, flags->engine);
   add_prompt_flags(*cmd, flags->prompt, "Prompt text (the chat template is applied unless --raw)");
-  cmd->add_option("--tokens", flags->tokens, "Prompt token ids, comma-separated (output is ids)");
+  flags->tokens_option = cmd->add_option("--tokens", flags->tokens, "Prompt token ids, comma-separated (output is ids)");
   cmd->add_flag("--chat", flags->chat, "Interactive chat on stdin, keeping the conversation");
   cmd->add_option("--system", flags->system, "System message for -p and --chat");
   cmd->add_flag("--raw", flags->raw, "Send -p as is, without the chat template");

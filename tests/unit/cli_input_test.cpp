@@ -1,7 +1,8 @@
 // The CLI's own inputs (issue 23): an unknown subcommand names the valid ones; an empty prompt says
 // so; prompts come from a file (--prompt-file) or stdin (-p -) for every subcommand that takes one,
-// past the 128 KiB a single argument may have; and run, reference and tokenize --chat treat the
-// chat template alike: applied when the model has one, an error pointing at --raw when it has none.
+// past the 128 KiB a single argument may have; run, reference and tokenize --chat treat the chat
+// template alike: applied when the model has one, an error pointing at --raw when it has none; a
+// prompt longer than the context and token ids outside the vocabulary are refused up front.
 #include <gtest/gtest.h>
 
 #include "bad_input_fixtures.h"
@@ -97,6 +98,40 @@ TEST(CliInput, TheChatTemplateIsAppliedAlikeEverywhere) {
   const CommandRun raw = cli("reference " + plain.string() + " -p hi -n 2 --raw");
   EXPECT_EQ(raw.exit_code, 0) << raw.output;
   EXPECT_TRUE(contains(raw.output, "2 prompt + 2 new tokens")) << raw.output;
+}
+
+// A prompt the model cannot hold is refused with the sizes named, by reference and by run before it
+// loads an engine (so also where no GPU is present); a prompt read from a file alike.
+TEST(CliInput, PromptsLongerThanTheContextAreRefused) {
+  const fs::path work = work_dir("long-prompt");
+  const fs::path model = model_with_tokenizer(work / "model", true);
+  std::string ids = "1";
+  for (int i = 0; i < 300; ++i) ids += ",5";
+  write_text(work / "long.txt", std::string(300, 'a'));  // 300 byte tokens, more in the template
+  for (const auto& [args, message] :
+       {std::pair{"run " + model.string() + " --tokens " + ids, "the prompt has 301 tokens, longer than the model's context of 256"},
+        {"run " + model.string() + " --prompt-file " + (work / "long.txt").string(), "longer than the model's context of 256"},
+        {"reference " + model.string() + " --prompt-file " + (work / "long.txt").string() + " -n 2", "exceeds the model's context of 256"},
+        {"run " + model.string() + " --tokens 1,2,3,4,5,6,7,8 -n 4 --max-context 10",
+         "8 prompt tokens + 4 new tokens need 11 cache rows, more than --max-context 10"}}) {
+    const CommandRun run = cli(args);
+    EXPECT_EQ(run.exit_code, 1) << args << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, message)) << args << "\n" << run.output;
+  }
+}
+
+// Token ids are checked against the model's vocabulary before anything runs, and an empty --tokens
+// says it is empty.
+TEST(CliInput, TokenIdsAreCheckedWhereTheyAreGiven) {
+  const fs::path model = kFixtures / "models" / "tiny-llama";
+  CommandRun run = cli("reference " + model.string() + " --tokens 1,999999,3 -n 2");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "--tokens: 999999 is not a token id of this vocabulary (ids 0..511)")) << run.output;
+  for (const std::string& command : {"reference", "run"}) {
+    run = cli(command + " " + model.string() + " --tokens \"\"");
+    EXPECT_EQ(run.exit_code, 1) << command << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "--tokens: no token ids given")) << command << "\n" << run.output;
+  }
 }
 
 }  // namespace
