@@ -96,12 +96,12 @@ Verdict validate_advice(const Request& request, const std::string& reply) {
       }
       for (const auto& [name, hint] : value.items()) {
         if (hint.is_null()) continue;
-        const std::string part = "hints." + name;
+        const std::string part = "hints." + excerpt(name);  // names come from the reply: bounded like values
         if (!allowed["hints"].contains(name)) {
-          v.rejected.push_back({part, value_text(hint), "unknown_parameter", "no candidate of " + request.region + " has a parameter '" + name + "'"});
+          v.rejected.push_back({part, value_text(hint), "unknown_parameter", "no candidate of " + request.region + " has a parameter '" + excerpt(name) + "'"});
         } else if (!hint.is_number_integer() || !contains(allowed["hints"][name], hint)) {
           v.rejected.push_back({part, value_text(hint), "value_outside_space",
-                                "no candidate has " + name + "=" + value_text(hint) + " (values: " + list_text(allowed["hints"][name]) + ")"});
+                                "no candidate has " + excerpt(name) + "=" + value_text(hint) + " (values: " + list_text(allowed["hints"][name]) + ")"});
         } else {
           v.hints[name] = hint.get<int64_t>();
         }
@@ -129,7 +129,7 @@ Verdict validate_advice(const Request& request, const std::string& reply) {
         }
       }
     } else {
-      v.ignored.push_back({key, "not part of the advice contract"});
+      v.ignored.push_back({excerpt(key), "not part of the advice contract"});
     }
   }
   return v;
