@@ -1,6 +1,6 @@
 // The advisor's settings and its replies as bad input (issue 23): a key variable that is not set, a
-// URL with a query string, a server that stalls, one that refuses connections, replies of 50 MB, risk
-// notes and replies that are long or cut inside a UTF-8 character. Each ends in a clear error or a
+// URL with a query string, a server that stalls, one that refuses connections, invalid UTF-8 over
+// HTTP, replies of 50 MB, risk notes and replies that are long or cut inside a UTF-8 character. Each ends in a clear error or a
 // bounded record, and a compile that goes on with the heuristic order; none crashes or hangs.
 #include <gtest/gtest.h>
 
@@ -113,6 +113,30 @@ TEST_F(AdvisorBadInput, ARefusedConnectionFailsTheBackendOnce) {
   }
   EXPECT_EQ(asked, 1u);
   EXPECT_GT(unreachable, 0u);
+}
+
+// Invalid UTF-8 over HTTP: an OpenAI-style envelope whose advice text carries bytes that are not
+// UTF-8 (no JSON parser takes it), and an error body of such bytes. The compile goes on and every
+// record of the exchange is valid UTF-8.
+TEST_F(AdvisorBadInput, InvalidUtf8OverHttpIsRecordedRepaired) {
+  for (const auto& [name, answer] : {std::pair{"envelope", testing::reply(200, "{\"choices\": [{\"message\": {\"content\": \"\xFF\xFE{}\"}}]}")},
+                                     {"error", testing::reply(400, "bad \xC3 request \xFF")}}) {
+    const fs::path work = work_dir(std::string("advisor-http-utf8-") + name);
+    ScriptedHttpServer server(testing::scripted({answer}));
+    const CommandRun run = compile(work, "--advisor openai --advisor-model m --advisor-url " + server.url() + "/v1 --advisor-retries 0");
+    EXPECT_EQ(run.exit_code, 0) << name << "\n" << run.output;
+    const json meta = read_json(work / "artifact" / "metadata.json");
+    ASSERT_TRUE(meta.is_object()) << name;
+    const json advice = read_json(work / "artifact" / "advice.json");
+    ASSERT_TRUE(advice.is_object()) << name;
+    size_t repaired = 0;
+    for (const auto& [hash, exchange] : advice["exchanges"].items()) {
+      const std::string text = exchange["reply"].get<std::string>() + exchange["error"].get<std::string>();
+      EXPECT_TRUE(support::utf8::is_valid(text)) << name;
+      repaired += contains(text, "\xEF\xBF\xBD");  // U+FFFD where the bad bytes were
+    }
+    EXPECT_GT(repaired, 0u) << name << "\n" << advice.dump(1);
+  }
 }
 
 TEST_F(AdvisorBadInput, HugeRepliesSayTheyExceedTheLimit) {
