@@ -2,6 +2,7 @@
 #include "advisor/advisor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -74,6 +75,16 @@ Expected<std::unique_ptr<Advisor>> Advisor::create(const AdvisorOptions& options
                                                    const json& device, LogFn log, LogFn progress) {
   if (options.scope != "auto" && options.scope != "all")
     return error(ErrorCode::kInvalidArgument, "--advisor-scope must be auto or all, not '" + options.scope + "'");
+  // Seconds become deadlines and curl's millisecond timeouts: NaN, infinity or 1e300 would overflow
+  // them (and CLI11's range checks let NaN through).
+  for (const auto& [flag, value, positive, most] : {std::tuple{"--advisor-timeout", options.request_timeout_s, true, kMaxAdvisorSeconds},
+                                                    {"--advisor-connect-timeout", options.connect_timeout_s, true, kMaxAdvisorSeconds},
+                                                    {"--advisor-budget", options.budget_s, false, kMaxAdvisorSeconds}})
+    if (!std::isfinite(value) || value < 0 || (positive && value == 0) || value > most) {
+      char text[64];
+      std::snprintf(text, sizeof(text), " and at most %.0f seconds, not %g", most, value);
+      return error(ErrorCode::kInvalidArgument, std::string(flag) + " must be " + (positive ? "more than 0" : "0 or more") + text);
+    }
   // The settings are recorded (artifact key, metadata.json, the cache): they must be text.
   for (const auto& [flag, value] : {std::pair{"--advisor", &options.backend}, {"--advisor-url", &options.url}, {"--advisor-model", &options.model}})
     if (!support::utf8::is_valid(*value))

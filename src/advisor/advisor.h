@@ -32,6 +32,8 @@ using LogFn = std::function<void(const std::string&)>;
 
 // The longest advice reply taken (the schema's answer for the largest region is a few KiB).
 inline constexpr size_t kMaxReplyBytes = size_t{64} << 10;
+// The longest timeout or advice budget taken, in seconds (a week).
+inline constexpr double kMaxAdvisorSeconds = 7 * 24 * 3600;
 
 class Advisor {
  public:

@@ -1,7 +1,8 @@
-// The advisor's settings and its replies as bad input (issue 23): a key variable that is not set, a
-// URL with a query string, a server that stalls, one that refuses connections, invalid UTF-8 over
-// HTTP, replies of 50 MB, risk notes and replies that are long or cut inside a UTF-8 character. Each ends in a clear error or a
-// bounded record, and a compile that goes on with the heuristic order; none crashes or hangs.
+// The advisor's settings and its replies as bad input (issue 23): a key variable that is not set,
+// seconds that overflow a deadline, a URL with a query string, a server that stalls, one that refuses
+// connections, invalid UTF-8 over HTTP, replies of 50 MB, risk notes and replies that are long or cut
+// inside a UTF-8 character. Each ends in a clear error or a bounded record, and a compile that goes on
+// with the heuristic order; none crashes or hangs.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -53,6 +54,17 @@ TEST_F(AdvisorBadInput, AKeyVariableThatIsNotSetIsAnError) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(contains(run.output, "AC_TEST_UNSET_ADVISOR_KEY")) << run.output;
   EXPECT_TRUE(contains(run.output, "not set")) << run.output;
+}
+
+// Seconds become deadlines and curl timeouts: values that would overflow them are refused by name.
+TEST_F(AdvisorBadInput, SecondsThatCannotBeDeadlinesAreRefused) {
+  const fs::path work = work_dir("advisor-seconds");
+  for (const auto& [flags, flag] : {std::pair{"--advisor-budget 1e300", "--advisor-budget"}, {"--advisor-timeout nan", "--advisor-timeout"},
+                                    {"--advisor-connect-timeout 1e12", "--advisor-connect-timeout"}}) {
+    const CommandRun run = compile(work, std::string("--advisor 'command:echo {}' ") + flags);
+    EXPECT_EQ(run.exit_code, 1) << flags << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, std::string(flag) + " must be")) << flags << "\n" << run.output;
+  }
 }
 
 TEST_F(AdvisorBadInput, AQueryStringStaysAfterThePath) {
