@@ -2,7 +2,10 @@
 // on the GPU with the compiled artifact (compiled on first use), streaming tokens as they are sampled.
 // Text prompts go through the model's tokenizer and, unless --raw, its chat template; --tokens streams
 // ids. With --dump-logits the command instead teacher-forces the ids and writes every position's logits.
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 
@@ -32,6 +35,19 @@ struct RunFlags {
   std::optional<int> top_k;
   uint64_t seed = 0;
 };
+
+// A flag's number must be finite and pass `in_range`; CLI11's own ranges let NaN through, and a NaN
+// temperature samples garbage without any error.
+CLI::Validator finite(const std::string& range, std::function<bool(double)> in_range) {
+  return CLI::Validator(
+      [range, in_range](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value) || !in_range(value)) return "'" + text + "' is not a number " + range;
+        return {};
+      },
+      range);
+}
 
 // Sampling: generation_config.json's defaults, overridden by the flags the user gave.
 SamplingOptions sampling_from(const RunFlags& flags, const std::optional<tokenizer::GenerationConfig>& defaults) {
@@ -203,10 +219,13 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--raw", flags->raw, "Send -p as is, without the chat template");
   cmd->add_flag("--no-think", flags->no_think, "Qwen3: turn thinking off in the chat template");
   cmd->add_option("-n,--new-tokens", flags->new_tokens, "Most tokens to generate")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  cmd->add_option("--temperature", flags->temperature, "Sampling temperature (0: greedy; default from generation_config.json, else greedy)");
+  cmd->add_option("--temperature", flags->temperature, "Sampling temperature (0: greedy; default from generation_config.json, else greedy)")
+      ->check(finite(">= 0", [](double v) { return v >= 0; }));
   cmd->add_option("--top-k", flags->top_k, "Keep the k most likely tokens (0: off)")->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--top-p", flags->top_p, "Keep the most likely tokens up to this probability mass (1: off)");
-  cmd->add_option("--repetition-penalty", flags->repetition_penalty, "Penalty for tokens already seen (1: off)");
+  cmd->add_option("--top-p", flags->top_p, "Keep the most likely tokens up to this probability mass (1: off)")
+      ->check(finite("in (0, 1]", [](double v) { return v > 0 && v <= 1; }));
+  cmd->add_option("--repetition-penalty", flags->repetition_penalty, "Penalty for tokens already seen (1: off)")
+      ->check(finite("> 0", [](double v) { return v > 0; }));
   cmd->add_option("--seed", flags->seed, "Sampling seed");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "Generate all -n tokens even past an end-of-sequence token");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of streaming");

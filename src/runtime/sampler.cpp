@@ -1,6 +1,7 @@
 // Host side of the device sampler.
 #include "runtime/sampler.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -86,7 +87,9 @@ Status DeviceSampler::upload_args(Use use) {
 }
 
 Status DeviceSampler::reset(std::span<const int32_t> prompt, const SamplingOptions& sampling) {
-  if (sampling.temperature < 0 || sampling.top_k < 0 || !(sampling.top_p > 0.f && sampling.top_p <= 1.f) || !(sampling.repetition_penalty > 0.f))
+  // Written so that NaN fails every test (a NaN temperature would sample garbage without an error).
+  if (!(sampling.temperature >= 0 && std::isfinite(sampling.temperature)) || sampling.top_k < 0 || !(sampling.top_p > 0.f && sampling.top_p <= 1.f) ||
+      !(sampling.repetition_penalty > 0.f && std::isfinite(sampling.repetition_penalty)))
     return error(ErrorCode::kInvalidArgument, "sampling settings out of range: temperature >= 0, top-k >= 0, 0 < top-p <= 1, repetition penalty > 0");
   sampling_ = sampling;
   std::vector<uint8_t> seen(static_cast<size_t>(vocab_), 0);

@@ -134,5 +134,19 @@ TEST(CliInput, TokenIdsAreCheckedWhereTheyAreGiven) {
   }
 }
 
+// Sampling settings are finite numbers in range (CLI11's ranges let NaN through; a NaN temperature
+// sampled garbage), refused before anything loads.
+TEST(CliInput, SamplingSettingsAreFiniteNumbersInRange) {
+  const fs::path model = kFixtures / "models" / "tiny-llama";
+  for (const auto& [flag, message] : {std::pair{"--temperature nan", "--temperature: 'nan' is not a number >= 0"},
+                                      {"--temperature -0.5", "--temperature: '-0.5' is not a number >= 0"},
+                                      {"--top-p 0", "--top-p: '0' is not a number in (0, 1]"},
+                                      {"--repetition-penalty nan", "--repetition-penalty: 'nan' is not a number > 0"}}) {
+    const CommandRun run = cli("run " + model.string() + " --tokens 1,2 " + flag);
+    EXPECT_NE(run.exit_code, 0) << flag << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, message)) << flag << "\n" << run.output;
+  }
+}
+
 }  // namespace
 }  // namespace agentcompile
