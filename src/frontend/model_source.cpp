@@ -84,6 +84,8 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
       return error(ErrorCode::kNotFound, path.string() + ": a config file alone has no weights; pass the checkpoint directory");
     return source;
   }
+  if (!fs::is_directory(path, ec))  // a device, a FIFO, a socket
+    return error(ErrorCode::kUnsupported, path.string() + ": not a model: expected a directory, a config .json or a .gguf file");
   if (is_capture_dir(path)) {
     source.format = ModelFormat::kCaptured;
     AC_ASSIGN_OR_RETURN(source.capture, read_capture_manifest(path));

@@ -138,6 +138,15 @@ TEST(BadInput, ConfigurationKeysAreHonouredOrRefused) {
   }
 }
 
+// A path that is neither a directory nor a file of a model format says what a model path may be.
+TEST(BadInput, APathThatIsNoModelSaysWhatAModelIs) {
+  for (const std::string& command : {"inspect", "reference"}) {
+    const CommandRun run = cli(command + " /dev/null" + (command == "reference" ? " --tokens 1 -n 1" : ""));
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_TRUE(contains(run.output, "/dev/null: not a model: expected a directory, a config .json or a .gguf file")) << run.output;
+  }
+}
+
 TEST(BadInput, TokenIdsOutsideTheVocabularyAreAnError) {
   const std::string tokenizer = std::string(AC_SOURCE_DIR) + "/tests/fixtures/tokenizer/qwen3";
   const CommandRun run = cli("tokenize " + tokenizer + " --ids 1,999999,3");
