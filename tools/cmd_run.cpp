@@ -77,13 +77,18 @@ void dump_logits(Engine& engine, const RunFlags& flags, const std::vector<int32_
                ids.size() - 1);
 }
 
-// A prompt the model cannot hold is refused before the engine loads (which may compile first, and
-// needs a GPU): longer than the model's context, or with --max-context than the KV cache's rows.
-void check_prompt_fits(const RunFlags& flags, size_t prompt_tokens) {
+// A prompt the model cannot take is refused before the engine loads (which may compile first, and
+// needs a GPU): ids outside the model's vocabulary, more tokens than the model's context, or with
+// --max-context more than the KV cache's rows.
+void check_prompt_fits(const RunFlags& flags, const std::vector<int32_t>& prompt) {
   auto source = frontend::open_model(flags.engine.model, /*with_weights=*/false);
   if (!source) fail(source.status().to_string());
   if (!source->is_language_model()) return;  // the engine says what a captured module cannot do
-  const int64_t n = static_cast<int64_t>(prompt_tokens);
+  const int64_t vocab = source->config.vocab_size;
+  for (int32_t id : prompt)
+    if (id >= vocab)
+      fail("token id " + std::to_string(id) + " of the prompt is outside the model's vocabulary (ids 0.." + std::to_string(vocab - 1) + ")");
+  const int64_t n = static_cast<int64_t>(prompt.size());
   const int64_t model_context = source->config.max_position_embeddings;
   if (n > model_context)
     fail("the prompt has " + std::to_string(n) + " tokens, longer than the model's context of " + std::to_string(model_context));
@@ -164,7 +169,7 @@ void run(const RunFlags& flags) {
     fail(text->source() + ": the tokenizer has no chat template, which --chat needs");
   }
 
-  if (!flags.chat) check_prompt_fits(flags, prompt.size());
+  if (!flags.chat) check_prompt_fits(flags, prompt);
 
   auto engine = load_engine_or_fail(flags.engine, flags.json);
   GenerateOptions options;

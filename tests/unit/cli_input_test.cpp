@@ -127,6 +127,9 @@ TEST(CliInput, TokenIdsAreCheckedWhereTheyAreGiven) {
   CommandRun run = cli("reference " + model.string() + " --tokens 1,999999,3 -n 2");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(contains(run.output, "--tokens: 999999 is not a token id of this vocabulary (ids 0..511)")) << run.output;
+  run = cli("run " + model.string() + " --tokens 1,999999,3 -n 2");  // before the engine, so also without a GPU
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(contains(run.output, "token id 999999 of the prompt is outside the model's vocabulary (ids 0..511)")) << run.output;
   for (const std::string& command : {"reference", "run"}) {
     run = cli(command + " " + model.string() + " --tokens \"\"");
     EXPECT_EQ(run.exit_code, 1) << command << "\n" << run.output;
