@@ -58,10 +58,10 @@ Expected<std::unique_ptr<Backend>> make_replay_backend(const std::string& file);
 // Runs `program` with /bin/sh -c, writes `input` to its stdin and collects stdout; kills its process
 // group after `timeout_s`.
 struct CommandResult {
-  bool ok = false;        // exited with status 0 in time
-  bool not_found = false; // the shell could not run the program (status 127)
-  std::string out;        // stdout (at most kMaxCommandOutput bytes: a program that writes more is killed)
-  std::string error;      // "exited with status 3: <stderr tail>", "killed by signal 11", "no answer within 2 s"
+  bool ok = false;         // exited with status 0 in time
+  std::string out;         // stdout (at most kMaxCommandOutput bytes: a program that writes more is killed)
+  std::string error;       // "exited with status 3: <stderr tail>", "killed by signal 11", "no answer within 2 s"
+  bool not_found = false;  // the shell could not run the program (status 127); last, so {ok, out, error} still initializes
 };
 inline constexpr size_t kMaxCommandOutput = size_t{4} << 20;
 CommandResult run_command(const std::string& program, const std::string& input, double timeout_s);

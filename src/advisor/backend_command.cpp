@@ -76,20 +76,25 @@ class CommandBackend final : public Backend {
 
 CommandResult run_command(const std::string& program, const std::string& input, double timeout_s) {
   CommandResult result;
+  auto failed = [](const char* why) {
+    CommandResult r;
+    r.error = why;
+    return r;
+  };
   int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) return {false, "", "pipe() failed"};
+  if (pipe2(in, O_CLOEXEC) != 0) return failed("pipe() failed");
   if (pipe2(out, O_CLOEXEC) != 0) {
     close(in[0]), close(in[1]);
-    return {false, "", "pipe() failed"};
+    return failed("pipe() failed");
   }
   if (pipe2(err, O_CLOEXEC) != 0) {
     close(in[0]), close(in[1]), close(out[0]), close(out[1]);
-    return {false, "", "pipe() failed"};
+    return failed("pipe() failed");
   }
   const pid_t pid = fork();
   if (pid < 0) {
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
-    return {false, "", "fork() failed"};
+    return failed("fork() failed");
   }
   if (pid == 0) {  // only async-signal-safe calls until exec
     setpgid(0, 0);
