@@ -20,6 +20,7 @@
 #include "analysis/summary.h"
 #include "codegen/embedded_kernels.h"
 #include "codegen/render.h"
+#include "driver/buckets.h"
 #include "driver/context_tuning.h"
 #include "driver/model_module.h"
 #include "driver/search.h"
@@ -53,62 +54,6 @@ std::string fixed(double value, int digits = 1) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
   return buffer;
-}
-
-// Prefill: buckets of T. Decode: buckets of the context (the keys a step's attention reads), so a
-// generation runs attention kernels chosen at its own length: up to 512 keys (timed at 256: a chat
-// turn's first replies, where the attention is all latency and smaller clusters win), 513-4k (timed
-// at 2k), 4k-16k (timed at 8k) and beyond (timed at 32k, or the model's maximum when that is shorter).
-std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens) {
-  const std::string& function = f.name;
-  if (function != "decode" && function != "prefill") {
-    // A captured module's function: its shapes are static, so one bucket serves every call.
-    return {{function, 1, 1, 1, 0, 0, 0}};
-  }
-  if (function == "decode") {
-    const int64_t max_context = std::max<int64_t>(max_tokens, 1);
-    std::vector<emit::Bucket> buckets;
-    auto add = [&](const std::string& name, int64_t lo, int64_t hi, int64_t timed_at) {
-      if (lo > max_context) return;
-      hi = std::min(hi, max_context);
-      buckets.push_back({name, 1, 1, 1, lo, hi, std::clamp<int64_t>(timed_at, lo, hi)});
-    };
-    add("decode", 1, 512, 256);
-    add("decode-c513-4096", 513, 4096, 2048);
-    add("decode-c4097-16384", 4097, 16384, 8192);
-    add("decode-c16385+", 16385, max_context, 32768);
-    return buckets;
-  }
-  std::vector<emit::Bucket> buckets = {{"t1-64", 1, 64, 32}, {"t65-512", 65, 512, 256}, {"t513-4096", 513, 4096, 2048}};
-  if (max_tokens > 4096) buckets.push_back({"t4097+", 4097, max_tokens, 8192});
-  return buckets;
-}
-
-// Validation sizes: odd token counts and positions so tile edges and offsets are exercised. A captured
-// module's function has static shapes: T and L do not occur in it.
-tune::RegionBindings validation_bindings(const std::string& function) {
-  if (function == "decode") return tune::RegionBindings{1, 512, 77};
-  if (function == "prefill") return tune::RegionBindings{100, 256, 28};
-  return tune::RegionBindings{1, 1, 0};
-}
-
-// Regions whose time follows the bucket's range, so they are timed once per bucket: prefill regions
-// whose shapes depend on T, and decode attention, whose time follows the context.
-bool timed_per_bucket(const std::string& function, const analysis::RegionSummary& summary) {
-  if (function == "decode") return summary.category == analysis::Category::kAttentionDecode;
-  return summary.depends_on_T;
-}
-
-// Where a candidate is timed for `bucket`: at the bucket's T (prefill), or with `timing_context`
-// keys in the cache (decode attention: the candidates that adapt their splits to the length rank as
-// they will run at that length), or, for regions whose time follows neither, at the validation size.
-tune::RegionBindings timing_bindings(const std::string& function, const emit::Bucket& bucket, bool per_bucket) {
-  if (!per_bucket) return validation_bindings(function);
-  if (bucket.bounds_context()) {
-    const int64_t keys = bucket.timing_context;
-    return tune::RegionBindings{1, (keys + 1023) / 1024 * 1024 + 1024, static_cast<int32_t>(keys - 1)};  // keys 0..pos
-  }
-  return tune::RegionBindings{bucket.timing_tokens, bucket.timing_tokens + 64, 0};
 }
 
 // Fastest validated candidate at a bucket, or the fallback, or none; with the reason.
@@ -326,7 +271,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     f.name = function.name;
     f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,
                                                                                   .attention_prologue = !options.unfused});
-    f.buckets = buckets_for(function, c.max_position_embeddings);
+    f.buckets = driver::buckets_for(function, c.max_position_embeddings);
     const ir::SymbolBindings bindings = function.name == "decode"    ? ir::SymbolBindings{1, 2048}
                                         : function.name == "prefill" ? ir::SymbolBindings{512, 512}
                                                                      : ir::SymbolBindings{1, 1};
@@ -416,16 +361,13 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
       const ir::Function& function = *module.find_function(region.plan.function);
       const auto& site = f.partition.regions[static_cast<size_t>(region.plan.sites.front())];
       AC_ASSIGN_OR_RETURN(ir::Module region_module, analysis::extract_region(module, function, site));
-      const tune::RegionBindings check = validation_bindings(function.name);
+      const tune::RegionBindings check = driver::validation_bindings(function.name);
       AC_ASSIGN_OR_RETURN(auto cases, tune::build_region_cases(region_module, check, options.seeds,
                                                                {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed}));
       tune::AdmitOptions admit;
       admit.repetitions = options.repetitions;
-      const bool per_bucket = timed_per_bucket(function.name, region.plan.summary);
-      if (per_bucket)
-        for (const auto& b : f.buckets) admit.timing.push_back(timing_bindings(function.name, b, true));
-      else
-        admit.timing.push_back(timing_bindings(function.name, f.buckets.front(), false));
+      const bool per_bucket = driver::timed_per_bucket(function.name, region.plan.summary);
+      admit.timing = driver::timing_sizes(function.name, region.plan.summary, f.buckets);
       AC_TRY(search::admit_with_budget(region, [&](const std::vector<plan::Candidate>& subset, const std::vector<codegen::CompileResult>& compiled) {
         return tune::admit_candidates(region_module, check, cases, subset, compiled, admit);
       }));
@@ -447,8 +389,8 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     progress("[4/5] admit: " + std::to_string(validated) + " candidates validated in " + fixed(seconds_since(stage)) + " s");
     if (options.context_tuning)
       driver::tune_layers_in_context(module, artifact, [](const emit::CompiledRegion& region, const emit::Bucket& bucket, size_t index) {
-        const bool per_bucket = timed_per_bucket(region.plan.function, region.plan.summary);
-        return std::make_pair(timing_bindings(region.plan.function, bucket, per_bucket), per_bucket ? index : size_t{0});
+        const bool per_bucket = driver::timed_per_bucket(region.plan.function, region.plan.summary);
+        return std::make_pair(driver::timing_bindings(region.plan.function, bucket, per_bucket), per_bucket ? index : size_t{0});
       }, progress);
   } else {
     for (auto& region : artifact.regions) {
