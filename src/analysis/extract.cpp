@@ -37,14 +37,14 @@ class Extractor {
   }
 
  private:
-  // Maps a value the region reads to the extracted function, cloning weights and views on demand.
+  // Maps a value the region reads to the extracted function, cloning sources and views on demand.
   Expected<ir::ValueId> map(ir::ValueId value) {
     if (auto it = mapping_.find(value); it != mapping_.end()) return it->second;
     const int producer = function_.value(value).producer;
     if (producer < 0)
       return error(ErrorCode::kInternal, "region reads %" + function_.value(value).name + " but it is not an input");
     const ir::Node& node = function_.nodes[static_cast<size_t>(producer)];
-    if (node.op == ir::OpKind::kWeight) {
+    if (is_source_node(node)) {  // a weight, constant or arange: the region reads or computes it itself
       const ir::ValueId weight = builder_.op(node.op, {}, node.attrs);
       mapping_[value] = weight;
       return weight;

@@ -35,20 +35,56 @@ bool is_view_node(const ir::Node& node) {
   }
 }
 
+bool is_source_node(const ir::Node& node) { return ir::op_info(node.op).op_class == OpClass::kSource; }
+
+bool is_row_op(OpKind op) {
+  switch (ir::op_info(op).op_class) {
+    case OpClass::kNorm:
+    case OpClass::kSoftmax:
+    case OpClass::kReduction:
+    case OpClass::kScan: return true;
+    default: return false;
+  }
+}
+
 namespace {
 
-bool is_epilogue_op(OpKind op) {
-  return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kSilu || op == OpKind::kGelu || op == OpKind::kCast;
+// Whether a shape holds more elements than another (a broadcast that repeats data): compares the
+// static products and how often each symbol appears.
+bool holds_more(const ir::Shape& big, const ir::Shape& small) {
+  auto symbols = [](const ir::Shape& s, ir::Symbol symbol) {
+    return std::count_if(s.begin(), s.end(), [&](const ir::Dim& d) { return d.symbol == symbol; });
+  };
+  return ir::static_elements(big) != ir::static_elements(small) || symbols(big, ir::Symbol::kT) != symbols(small, ir::Symbol::kT) ||
+         symbols(big, ir::Symbol::kL) != symbols(small, ir::Symbol::kL);
 }
 
-// Ops that reduce a row: a fusion region computes one of them per row pass.
-bool is_row_op(OpClass op_class) {
-  return op_class == OpClass::kNorm || op_class == OpClass::kSoftmax || op_class == OpClass::kReduction;
+}  // namespace
+
+ir::ValueId bound_value(const ir::Function& function, ir::ValueId operand) {
+  const int producer = function.value(operand).producer;
+  if (producer < 0) return operand;
+  const ir::Node& node = function.nodes[static_cast<size_t>(producer)];
+  if (node.op != OpKind::kBroadcast || !holds_more(function.type(operand).shape, function.type(node.operands[0]).shape)) return operand;
+  return node.operands[0];
 }
+
+namespace {
 
 bool is_fusable(OpClass op_class) {
   return op_class == OpClass::kPointwise || op_class == OpClass::kNorm || op_class == OpClass::kRope ||
-         op_class == OpClass::kSoftmax || op_class == OpClass::kReduction;
+         op_class == OpClass::kSoftmax || op_class == OpClass::kReduction || op_class == OpClass::kScan;
+}
+
+// A transpose that swaps the last two axes and nothing else: a GEMM operand read transposed.
+bool swaps_last_two(const ir::Node& node) {
+  if (node.op != OpKind::kTranspose) return false;
+  const auto perm = node.dims_attr("perm");
+  const size_t r = perm.size();
+  if (r < 2) return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (perm[i].value != static_cast<int64_t>(i)) return false;
+  return perm[r - 2].value == static_cast<int64_t>(r - 1) && perm[r - 1].value == static_cast<int64_t>(r - 2);
 }
 
 // Sees through view nodes to the value that a compute node really reads.
@@ -90,14 +126,16 @@ class Segmenter {
   }
 
   // A row slice of a value computed in the current region (the last token's row of a residual sum):
-  // the rows differ, so the reader starts a region of its own.
-  bool reads_current_through_slice(const ir::Node& n) const {
+  // the rows differ, so the reader starts a region of its own. With `any_view`, any view of such a
+  // value (a reshape, a broadcast): a row program computes one iteration space, and a value reshaped
+  // inside it has no place there.
+  bool reads_current_through_view(const ir::Node& n, bool any_view) const {
     for (ir::ValueId operand : n.operands) {
       if (!defined_in_current(operand)) continue;
       std::vector<int> views;
       through_views(function_, operand, &views);
       for (int view : views)
-        if (node(view).op == OpKind::kSlice) return true;
+        if (any_view || node(view).op == OpKind::kSlice) return true;
     }
     return false;
   }
@@ -114,17 +152,50 @@ class Segmenter {
   bool feeds_only_row_ops(const ir::Node& n) const {
     const auto& users = facts_.users[static_cast<size_t>(n.result)];
     return is_float_cast(n) && !users.empty() && !facts_.is_result[static_cast<size_t>(n.result)] &&
-           std::all_of(users.begin(), users.end(), [&](int user) { return is_row_op(ir::op_info(node(user).op).op_class); });
-  }
-
-  // A node reads a value of the current region that depends on the region's row op.
-  bool reads_after_row_op(const ir::Node& n) const {
-    return std::any_of(n.operands.begin(), n.operands.end(),
-                       [&](ir::ValueId v) { return after_row_op_.count(through_views(function_, v, nullptr)) > 0; });
+           std::all_of(users.begin(), users.end(), [&](int user) { return is_row_op(node(user).op); });
   }
 
   // The activation a matmul reads (its first operand, seen through views).
   ir::ValueId matmul_input(const ir::Node& n) const { return through_views(function_, n.operands[0], nullptr); }
+
+  // Whether `n` reads a value of the current region that lies downstream of the region's row ops
+  // (`reduced`: of its reductions only).
+  bool reads_after_row_op(const ir::Node& n, bool reduced) const {
+    const auto& marked = reduced ? after_reduction_ : after_row_op_;
+    return std::any_of(n.operands.begin(), n.operands.end(),
+                       [&](ir::ValueId v) { return marked.count(through_views(function_, v, nullptr)) > 0; });
+  }
+
+  bool joins_fusion(const ir::Node& n) const {
+    if (n.op == OpKind::kKvAppend) return true;
+    const OpClass op_class = ir::op_info(n.op).op_class;
+    if (current_->has_side_effect || !is_fusable(op_class)) return false;
+    // RoPE regions (the rope_kv family) take their heads through reshapes; row programs take nothing
+    // computed inside through a view.
+    if (reads_current_through_view(n, op_class != OpClass::kRope)) return false;
+    if (reads_after_row_op(n, true)) return false;  // a reduction's result has another shape
+    // The f32 copy of a value the region's row op computed, read only by the next norm (Gemma's sandwich
+    // norms: post-norm, residual add, pre-norm) goes with that norm, which starts a region of its own.
+    if (feeds_only_row_ops(n) && reads_after_row_op(n, false)) return false;
+    if (is_row_op(n.op) && !row_ops_.empty()) {
+      // The one exception: independent RMSNorms (a QK-norm pair) share the region of their RoPE.
+      const bool all_rmsnorm = std::all_of(row_ops_.begin(), row_ops_.end(), [](OpKind op) { return op == OpKind::kRmsNorm; });
+      return n.op == OpKind::kRmsNorm && all_rmsnorm && !reads_after_row_op(n, false);
+    }
+    return true;
+  }
+
+  // A pointwise epilogue of the current matmul region: reads the region (or only constants and
+  // aranges, such as a triangular mask's comparison) and keeps the matmul's shape.
+  bool joins_as_epilogue(const ir::Node& n) const {
+    if (ir::op_info(n.op).op_class != OpClass::kPointwise || function_.type(n.result).shape != matmul_shape_) return false;
+    const bool sources_only = std::all_of(n.operands.begin(), n.operands.end(), [&](ir::ValueId v) {
+      const int producer = function_.value(through_views(function_, v, nullptr)).producer;
+      return producer >= 0 && is_source_node(node(producer));
+    });
+    // A cast on its way into a norm goes with the norm (a graph that normalizes in f32).
+    return (uses_current(n) || sources_only) && !feeds_only_row_ops(n);
+  }
 
   bool joins_current(int index) const {
     if (!current_) return false;
@@ -132,18 +203,32 @@ class Segmenter {
     const OpClass op_class = ir::op_info(n.op).op_class;
     switch (current_->kind) {
       case RegionKind::kMatmul:
+        if (operand_transposes_only_) return n.op == OpKind::kMatmul || (swaps_last_two(n) && feeds_next_matmul(index));
         if (!options_.matmul_fusion) return false;
         if (op_class == OpClass::kMatmul)  // horizontal fusion: same input, no epilogue yet
           return !matmul_has_epilogue_ && n.op == OpKind::kLinear && matmul_input(n) == matmul_input_;
-        // A cast on its way into a norm goes with the norm (a graph that normalizes in f32).
-        return is_epilogue_op(n.op) && uses_current(n) && !feeds_only_row_ops(n);
+        return joins_as_epilogue(n);
       case RegionKind::kFusion:
-        if (n.op == OpKind::kKvAppend) return true;
-        return !current_->has_side_effect && is_fusable(op_class) && !reads_current_through_slice(n) &&
-               !((is_row_op(op_class) || feeds_only_row_ops(n)) && reads_after_row_op(n));
+        return joins_fusion(n);
       default:
         return false;
     }
+  }
+
+  // A transpose of the last two axes whose result only the next matmul reads (as either operand;
+  // other such transposes of its operands may come between): it joins that matmul's region.
+  bool feeds_next_matmul(int index) const {
+    const ir::Node& t = node(index);
+    if (!swaps_last_two(t) || facts_.is_result[static_cast<size_t>(t.result)]) return false;
+    const auto& users = facts_.users[static_cast<size_t>(t.result)];
+    if (users.empty()) return false;
+    for (int i = index + 1; i < static_cast<int>(function_.nodes.size()); ++i) {
+      const ir::Node& next = node(i);
+      if (is_source_node(next) || is_view_node(next) || (swaps_last_two(next) && i != index)) continue;
+      if (next.op != OpKind::kMatmul) return false;
+      return std::all_of(users.begin(), users.end(), [&](int user) { return user == i; });
+    }
+    return false;
   }
 
   RegionKind kind_for(const ir::Node& n) const {
@@ -182,7 +267,7 @@ class Segmenter {
     size_t joined = 0;
     for (int i = index; i < static_cast<int>(function_.nodes.size()) && joined < users.size(); ++i) {
       const ir::Node& next = node(i);
-      if (next.op == OpKind::kWeight || is_view_node(next)) continue;
+      if (is_source_node(next) || is_view_node(next)) continue;
       if (next.op != OpKind::kLinear || next.operands[0] != last.result) break;
       ++joined;
     }
@@ -230,7 +315,7 @@ class Segmenter {
 
   void place(int index) {
     const ir::Node& n = node(index);
-    if (n.op == OpKind::kWeight || is_view_node(n)) return;  // attached to consumers below
+    if (is_source_node(n) || is_view_node(n)) return;  // attached to consumers below
     if (!joins_current(index)) {
       if (n.op == OpKind::kAttention && takes_attention_prologue(index)) {
         current_->kind = RegionKind::kAttention;  // the prologue's fusion region becomes the attention region
@@ -240,23 +325,39 @@ class Segmenter {
         partition_.regions.push_back(Region{});
         current_ = &partition_.regions.back();
         current_->index = static_cast<int>(partition_.regions.size()) - 1;
-        current_->kind = kind_for(n);
+        current_->kind = feeds_next_matmul(index) ? RegionKind::kMatmul : kind_for(n);
+        operand_transposes_only_ = n.op == OpKind::kTranspose;
+        row_ops_.clear();
+        after_row_op_.clear();
+        after_reduction_.clear();
       }
       matmul_has_epilogue_ = false;
-      after_row_op_.clear();
-      if (current_->kind == RegionKind::kMatmul) matmul_input_ = matmul_input(n);
+      if (current_->kind == RegionKind::kMatmul && n.op != OpKind::kTranspose) {
+        matmul_input_ = matmul_input(n);
+        matmul_shape_ = function_.type(n.result).shape;
+      }
+    } else if (current_->kind == RegionKind::kMatmul && operand_transposes_only_) {
+      if (n.op == OpKind::kMatmul) {
+        operand_transposes_only_ = false;
+        matmul_input_ = matmul_input(n);
+        matmul_shape_ = function_.type(n.result).shape;
+      }
     } else if (current_->kind == RegionKind::kMatmul && ir::op_info(n.op).op_class != OpClass::kMatmul) {
       matmul_has_epilogue_ = true;
     }
     current_->nodes.push_back(index);
     partition_.region_of_node[static_cast<size_t>(index)] = current_->index;
-    if (is_row_op(ir::op_info(n.op).op_class) || reads_after_row_op(n)) after_row_op_.insert(n.result);
     if (ir::has_side_effect(n.op)) {
       current_->has_side_effect = true;
       current_->states.push_back(n.string_attr("state"));
     }
-    // Attention and gathers take nothing after them; copies are single nodes.
-    if (current_->kind != RegionKind::kMatmul && current_->kind != RegionKind::kFusion) current_ = nullptr;
+    if (current_->kind == RegionKind::kFusion) {
+      if (is_row_op(n.op)) row_ops_.push_back(n.op);
+      if (is_row_op(n.op) || reads_after_row_op(n, false)) after_row_op_.insert(n.result);
+      if (ir::op_info(n.op).op_class == OpClass::kReduction || reads_after_row_op(n, true)) after_reduction_.insert(n.result);
+    }
+    // Attention and gathers take nothing after them; copies and index_copy are single nodes.
+    if ((current_->kind != RegionKind::kMatmul && current_->kind != RegionKind::kFusion) || n.op == OpKind::kIndexCopy) current_ = nullptr;
   }
 
   // Fills interfaces: params, inputs, outputs and view metadata.
@@ -274,8 +375,10 @@ class Segmenter {
           const int producer = function_.value(root).producer;
           if (producer >= 0 && node(producer).op == OpKind::kWeight) {
             add_unique(region.params, node(producer).string_attr("name"));
+          } else if (producer >= 0 && is_source_node(node(producer))) {
+            continue;  // a constant or arange: computed where it is read
           } else if (producer < 0 || partition_.region_of_node[static_cast<size_t>(producer)] != region.index) {
-            add_unique(region.inputs, operand);
+            add_unique(region.inputs, bound_value(function_, operand));
           }
         }
       }
@@ -307,8 +410,12 @@ class Segmenter {
   RegionPartition partition_;
   Region* current_ = nullptr;
   ir::ValueId matmul_input_ = ir::kNoValue;
+  ir::Shape matmul_shape_;  // the first matmul's result: epilogues keep it
   bool matmul_has_epilogue_ = false;
-  std::set<ir::ValueId> after_row_op_;  // values of the current region computed from its row op
+  bool operand_transposes_only_ = false;  // a matmul region that holds only its operands' transposes yet
+  // The current fusion region's row ops, and its values downstream of them (of its reductions).
+  std::vector<OpKind> row_ops_;
+  std::set<ir::ValueId> after_row_op_, after_reduction_;
 };
 
 }  // namespace

@@ -2,22 +2,30 @@
 //
 // Nodes are taken in their (topological) order and cut into contiguous segments, so every region is
 // convex: no path leaves a region and re-enters it. The rules (DESIGN.md, "analyze"):
-//   - weight nodes belong to the region of their consumer; layout-only nodes (reshape, view, a slice
-//     along the outermost axis, broadcast) are not computed: they become boundary metadata of the
-//     regions that read through them. A transpose, which moves data, is a copy region of its own.
-//   - matmuls form their own region; consecutive matmuls that read the same input fuse horizontally
-//     (fused QKV, fused gate/up); the region then takes simple epilogues: activation (SiLU, GELU),
-//     gating multiply, residual add, cast.
+//   - weight nodes and the other sources (constant, arange) belong to the region of their consumer,
+//     which computes or reads them itself; layout-only nodes (reshape, view, a slice along the
+//     outermost axis, broadcast) are not computed: they become boundary metadata of the regions that
+//     read through them. A broadcast that repeats data is never bound as a buffer: the region reads
+//     the broadcast's operand and broadcasts it itself. Layout ops that move data (transpose,
+//     concat, flip, an inner slice) are copy regions of their own, except a transpose of the last two
+//     axes that only matmuls read: it joins their region as an operand layout (a transposed GEMM
+//     operand, no copy).
+//   - matmuls form their own region; consecutive linears that read the same input fuse horizontally
+//     (fused QKV, fused gate/up); the region then takes pointwise epilogues of the matmul's shape
+//     (activation, gating multiply, residual add, cast, ...).
 //   - a norm prologue: an RMSNorm of one static token whose only readers are the linears of the
 //     next matmul region joins that region (the decode GEMV normalizes the row it stages anyway);
 //     float casts around it (a graph that normalizes in f32) join with it.
-//   - consecutive pointwise, norm, rope, softmax and reduction nodes merge into one fusion region,
-//     except that a row op (norm, softmax, reduction) that reads what the region's own row op computed
-//     (a post-norm, the residual add, then the next pre-norm: Gemma's sandwich norms) starts a region
-//     of its own, with the float cast before it if it reads through one: one row op per row pass, and
-//     the norm prologue rule may then take it.
-//   - a side effect (kv_append) may close a region: once one is in, only further side effects may
-//     join, and they keep their order. Attention and embedding gathers are regions of their own.
+//   - consecutive pointwise, norm, rope, softmax, reduction and scan nodes merge into one fusion
+//     region around at most one row op (a norm, softmax, reduction or scan over an axis): a second
+//     row op starts a new region (independent RMSNorms excepted: a QK-norm pair shares its RoPE
+//     region), and so does any node that reads what a reduction produced (its shape is another).
+//     A float cast read only by row ops goes with them: after a post-norm and the residual add, the
+//     next pre-norm starts its region with the cast before it (Gemma's sandwich norms), so the norm
+//     prologue rule may take both.
+//   - a side effect (kv_append, index_copy) may close a region: once one is in, only further side
+//     effects may join, and they keep their order; an index_copy stands alone. Attention and gathers
+//     (embedding, index_select, gather) are regions of their own.
 //   - an attention prologue: the QK-norm / RoPE / KV-append region of one static token (float casts
 //     around the norms included) whose results
 //     only the next attention reads (the roped query and the caches it appended to) joins that
@@ -51,7 +59,7 @@ struct Region {
 struct RegionPartition {
   std::string function;
   std::vector<Region> regions;
-  std::vector<int> region_of_node;  // -1 for weight and view nodes
+  std::vector<int> region_of_node;  // -1 for source (weight, constant, arange) and view nodes
 };
 
 // All on by default; all off is the unfused ablation.
@@ -65,5 +73,14 @@ RegionPartition form_regions(const ir::Module& module, const ir::Function& funct
 
 // True for layout nodes that only reinterpret or index a buffer (no data movement).
 bool is_view_node(const ir::Node& node);
+// True for nodes no region computes: weights (bound as buffers), constants and aranges (computed by
+// the kernels that read them).
+bool is_source_node(const ir::Node& node);
+// The value a region binds for `operand`: the operand itself, or, when it is a broadcast that
+// repeats data, the broadcast's operand (the region's kernel broadcasts it).
+ir::ValueId bound_value(const ir::Function& function, ir::ValueId operand);
+// The ops that compute over a whole axis (norms, softmax, reductions, scans): a fusion region holds
+// at most one of them (several independent RMSNorms excepted).
+bool is_row_op(ir::OpKind op);
 
 }  // namespace agentcompile::analysis

@@ -23,6 +23,8 @@ const char* category_name(Category category) {
     case Category::kAttentionPrefill: return "attention_prefill";
     case Category::kAttentionDecode: return "attention_decode";
     case Category::kRmsNorm: return "rmsnorm";
+    case Category::kLayerNorm: return "layernorm";
+    case Category::kScan: return "scan";
     case Category::kRopeKvAppend: return "rope_kv_append";
     case Category::kSoftmax: return "softmax";
     case Category::kReductionPointwise: return "reduction_pointwise";
@@ -127,6 +129,12 @@ std::string canonical_signature(const ir::Module& module, const ir::Function& fu
           text += "p" + std::to_string(wiring.param_index[name]) + ":" + module.find_param(name)->type.to_string();
           break;
         }
+        if (analysis::is_source_node(source)) {  // a constant or arange: its attributes are its value
+          text += std::string(ir::op_name(source.op)) + "{";
+          for (const auto& [key, value] : source.attrs) text += key + "=" + ir::attr_to_string(value) + ";";
+          text += "}" + function.type(seen).to_string();
+          break;
+        }
         views += std::string(ir::op_name(source.op)) + function.type(seen).to_string() + "<";
         seen = source.operands[0];
       }
@@ -163,17 +171,24 @@ Category classify(const ir::Function& function, const Region& region, const std:
     case RegionKind::kCopy: return Category::kCopy;
     case RegionKind::kAttention: return one_token ? Category::kAttentionDecode : Category::kAttentionPrefill;
     case RegionKind::kMatmul: {
+      // Operand transposes are layouts of the GEMM's operands, not fused work.
       const size_t matmuls = static_cast<size_t>(count(OpKind::kLinear) + count(OpKind::kMatmul));
-      const bool fused = matmuls > 1 || region.nodes.size() > matmuls + static_cast<size_t>(count(OpKind::kCast));
+      const size_t layouts = static_cast<size_t>(count(OpKind::kTranspose) + count(OpKind::kCast));
+      const bool fused = matmuls > 1 || region.nodes.size() > matmuls + layouts;
       if (one_token) return fused ? Category::kGemvEpilogue : Category::kGemv;
       return fused ? Category::kGemmEpilogue : Category::kGemm;
     }
     case RegionKind::kFusion:
       if (count(OpKind::kKvAppend) || count(OpKind::kRope)) return Category::kRopeKvAppend;
       if (count(OpKind::kRmsNorm)) return Category::kRmsNorm;
-      if (count(OpKind::kSoftmax)) return Category::kSoftmax;
-      if (count(OpKind::kReduceSum) || count(OpKind::kReduceMax) || count(OpKind::kReduceMean) || count(OpKind::kArgmax))
+      if (count(OpKind::kLayerNorm)) return Category::kLayerNorm;
+      if (count(OpKind::kSoftmax) || count(OpKind::kLogSoftmax)) return Category::kSoftmax;
+      if (count(OpKind::kCumsum) || count(OpKind::kCumprod)) return Category::kScan;
+      if (std::any_of(region.nodes.begin(), region.nodes.end(), [&](int n) {
+            return ir::op_info(function.nodes[static_cast<size_t>(n)].op).op_class == ir::OpClass::kReduction;
+          }))
         return Category::kReductionPointwise;
+      if (count(OpKind::kIndexCopy)) return Category::kCopy;
       return Category::kElementwise;
   }
   return Category::kElementwise;
@@ -197,8 +212,8 @@ RegionSummary summarize_region(const ir::Module& module, const ir::Function& fun
       s.dominant_op = std::string(ir::op_name(node.op));
     }
     const auto& out = function.type(node.result).shape;
-    if (node.op == OpKind::kLinear) {
-      s.reduction_axes.push_back("linear:K=" + function.type(node.operands[0]).shape.back().to_string());
+    if (node.op == OpKind::kLinear || node.op == OpKind::kMatmul) {
+      s.reduction_axes.push_back(std::string(ir::op_name(node.op)) + ":K=" + function.type(node.operands[0]).shape.back().to_string());
     } else if (node.op == OpKind::kRmsNorm) {
       s.reduction_axes.push_back("rmsnorm:last=" + out.back().to_string());
     } else if (node.op == OpKind::kAttention) {
@@ -209,8 +224,9 @@ RegionSummary summarize_region(const ir::Module& module, const ir::Function& fun
                                                                              : static_cast<double>(bindings.resolve(q.shape[0]));
       s.bytes += 2 * kv_rows * static_cast<double>(k.shape[1].value * k.shape[2].value) * static_cast<double>(ir::dtype_size(k.dtype));
       s.depends_on_L = true;
-    } else if (node.op == OpKind::kSoftmax || node.op == OpKind::kArgmax || node.op == OpKind::kReduceSum ||
-               node.op == OpKind::kReduceMax || node.op == OpKind::kReduceMean) {
+    } else if (node.op == OpKind::kLayerNorm) {
+      s.reduction_axes.push_back("layer_norm:last=" + out.back().to_string());
+    } else if (is_row_op(node.op)) {
       s.reduction_axes.push_back(std::string(ir::op_name(node.op)) + ":axis=" + std::to_string(node.int_attr("axis", -1)));
     }
     if (node.op == OpKind::kKvAppend) {

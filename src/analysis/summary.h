@@ -20,6 +20,8 @@ enum class Category {
   kAttentionPrefill,  // attention over T queries
   kAttentionDecode,   // attention of one query over the cache
   kRmsNorm,           // rmsnorm, possibly with pointwise ops around it
+  kLayerNorm,         // layer_norm, possibly with pointwise ops around it
+  kScan,              // cumsum / cumprod along an axis
   kRopeKvAppend,      // rope (+ qk-norm) ending in kv-cache appends
   kSoftmax,
   kReductionPointwise,

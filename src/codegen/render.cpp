@@ -12,6 +12,7 @@ const char* cuda_type(ir::DType dtype) {
     case ir::DType::kF16: return "__half";
     case ir::DType::kBF16: return "__nv_bfloat16";
     case ir::DType::kI32: return "int";
+    case ir::DType::kBool: return "unsigned char";  // one byte, 0 or 1
     default: return "float";
   }
 }

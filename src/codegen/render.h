@@ -17,7 +17,7 @@ Expected<std::string> render_source(const plan::Candidate& candidate);
 // True when the candidate launches at least one generated kernel (library-only candidates have no source).
 bool has_generated_launch(const plan::Candidate& candidate);
 
-// C++ spelling of a dtype in generated code: __half, __nv_bfloat16, float, int.
+// C++ spelling of a dtype in generated code: __half, __nv_bfloat16, float, int, unsigned char (bool).
 const char* cuda_type(ir::DType dtype);
 
 // An exact float literal for generated code: hexadecimal, with the f suffix ("0x1.0c6f7ap-20f").

@@ -16,9 +16,12 @@
 // likewise (N % 8 == 0 is required, so a column pair never straddles the edge); K % BLOCK_K == 0.
 // Epilogues: plain (optionally + bias, any output dtype: the lm_head cast), residual add, gate/up
 // act·mul (act SiLU or GELU, activation.cuh; both weight tiles are computed by the same warp and
-// combined in registers), and
+// combined in registers),
 // multi-segment rows (fused QKV: up to 3 weights/biases/outputs addressed as one N; every segment
-// but the last is a multiple of BLOCK_N so that a block stays inside one segment).
+// but the last is a multiple of BLOCK_N so that a block stays inside one segment), and a generated
+// program (any pointwise chain after a linear: the caller's Epilogue type, whose epilogue(row, col,
+// x, y) takes two accumulators of a row, bias not added, and computes and stores everything after
+// them).
 #pragma once
 
 #include "activation.cuh"
@@ -26,7 +29,10 @@
 
 namespace ac {
 
-enum GemmEpilogue { kGemmPlain = 0, kGemmResidual = 1, kGemmGateUp = 2 };
+enum GemmEpilogue { kGemmPlain = 0, kGemmResidual = 1, kGemmGateUp = 2, kGemmProgram = 3 };
+
+// The epilogue of the fixed kinds: nothing beyond the params.
+struct NoEpilogue {};
 
 template <typename T, typename OutT>
 struct GemmParams {
@@ -94,9 +100,13 @@ template <> __device__ __forceinline__ void store2<__nv_bfloat16>(__nv_bfloat16*
 
 // Writes columns (col, col + 1) of row `row` (segment-local; the caller checked both bounds).
 // v[m] holds the two accumulators of weight matrix m.
-template <typename T, typename OutT, int EPILOGUE, int ACT = kActSilu>
+template <typename T, typename OutT, int EPILOGUE, int ACT, typename Epilogue>
 __device__ __forceinline__ void gemm_store_pair(const GemmParams<T, OutT>& p, const GemmSegment<T, OutT>& s, int row,
-                                                int col, const float2 (&v)[EPILOGUE == kGemmGateUp ? 2 : 1]) {
+                                                int col, const float2 (&v)[EPILOGUE == kGemmGateUp ? 2 : 1], const Epilogue& ep) {
+  if constexpr (EPILOGUE == kGemmProgram) {
+    ep.epilogue(row, col, v[0].x, v[0].y);
+    return;
+  }
   float x = v[0].x, y = v[0].y;
   if (s.bias[0]) {
     const float2 b = load2_float(s.bias[0] + col);
@@ -168,8 +178,9 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * BK + ((chunk ^ swizzle_key<BK>(row)) << 3);
 }
 
-template <typename T, typename OutT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int EPILOGUE, int ACT = kActSilu>
-__device__ __forceinline__ void gemm_mma(const GemmParams<T, OutT>& p) {
+template <typename T, typename OutT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int EPILOGUE,
+          int ACT = kActSilu, typename Epilogue = NoEpilogue>
+__device__ __forceinline__ void gemm_mma(const GemmParams<T, OutT>& p, const Epilogue& ep = Epilogue{}) {
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int kMats = EPILOGUE == kGemmGateUp ? 2 : 1;
   constexpr int kWarpM = BM / WARPS_M, kWarpN = BN / WARPS_N;  // warp tile, per weight matrix
@@ -339,15 +350,16 @@ __device__ __forceinline__ void gemm_mma(const GemmParams<T, OutT>& p) {
         float2 v[kMats];
 #pragma unroll
         for (int m = 0; m < kMats; ++m) v[m] = make_float2(acc[m][i][j][2 * h], acc[m][i][j][2 * h + 1]);
-        gemm_store_pair<T, OutT, EPILOGUE, ACT>(p, seg, row, col, v);
+        gemm_store_pair<T, OutT, EPILOGUE, ACT>(p, seg, row, col, v, ep);
       }
     }
 }
 
 // The fallback: fp32 FMA over shared tiles. (BM / TM) x (BN / TN) threads, each owning TM x TN
 // outputs per weight matrix; tiles are stored k-major so a thread's TM (TN) operands are adjacent.
-template <typename T, typename OutT, int BM, int BN, int BK, int TM, int TN, int EPILOGUE, int ACT = kActSilu>
-__device__ __forceinline__ void gemm_simt(const GemmParams<T, OutT>& p) {
+template <typename T, typename OutT, int BM, int BN, int BK, int TM, int TN, int EPILOGUE, int ACT = kActSilu,
+          typename Epilogue = NoEpilogue>
+__device__ __forceinline__ void gemm_simt(const GemmParams<T, OutT>& p, const Epilogue& ep = Epilogue{}) {
   constexpr int kThreads = (BM / TM) * (BN / TN);
   constexpr int kMats = EPILOGUE == kGemmGateUp ? 2 : 1;
   static_assert(TN % 2 == 0, "outputs are stored in column pairs");
@@ -408,7 +420,7 @@ __device__ __forceinline__ void gemm_simt(const GemmParams<T, OutT>& p) {
       float2 v[kMats];
 #pragma unroll
       for (int m = 0; m < kMats; ++m) v[m] = make_float2(acc[m][i][j], acc[m][i][j + 1]);
-      gemm_store_pair<T, OutT, EPILOGUE, ACT>(p, seg, row, col, v);
+      gemm_store_pair<T, OutT, EPILOGUE, ACT>(p, seg, row, col, v, ep);
     }
   }
 }

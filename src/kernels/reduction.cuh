@@ -1,10 +1,10 @@
-// Reduction family: reduce_sum / reduce_max / reduce_mean / argmax over the last axis of
+// Reduction family: reduce_sum / max / min / mean / prod and argmax / argmin over the last axis of
 // [rows, H], possibly after pointwise ops, one value per row.
 //
 // TPR threads per row stream the row in VEC-column chunks (nothing is kept: each element is used
 // once), accumulate in fp32, and combine across the row with shuffles and, for rows wider than a
-// warp, shared memory. Max propagates NaN; argmax prefers NaN, then the larger value, then the
-// lower index, exactly as the reference interpreter does.
+// warp, shared memory. Max and min propagate NaN; argmax (argmin) prefers NaN, then the larger
+// (smaller) value, then the lower index, exactly as the reference interpreter does.
 //
 // Few long rows (argmax over a vocabulary) leave most of the GPU idle with one block per row, so
 // the split form runs two launches: reduce_rows_partial gives each row SPLIT blocks, one slice of
@@ -16,19 +16,24 @@
 
 namespace ac {
 
-enum RowReduction { kRowSum = 0, kRowMax = 1, kRowMean = 2, kRowArgmax = 3 };
+enum RowReduction { kRowSum = 0, kRowMax = 1, kRowMean = 2, kRowArgmax = 3, kRowMin = 4, kRowProd = 5, kRowArgmin = 6 };
+
+template <int OP> constexpr bool is_arg_reduction() { return OP == kRowArgmax || OP == kRowArgmin; }
 
 template <int OP>
 __device__ __forceinline__ void reduce_init(float& acc, int& best) {
-  acc = (OP == kRowMax || OP == kRowArgmax) ? neg_inf() : 0.f;
+  acc = (OP == kRowMax || OP == kRowArgmax) ? neg_inf() : (OP == kRowMin || OP == kRowArgmin) ? -neg_inf() : OP == kRowProd ? 1.f : 0.f;
   best = 0x7fffffff;
 }
 
+// Folds element (v, i) into (acc, best); also folds another thread's partial (the same order).
 template <int OP>
 __device__ __forceinline__ void reduce_step(float v, int i, float& acc, int& best) {
   if (OP == kRowSum || OP == kRowMean) acc += v;
   if (OP == kRowMax) acc = nan_max(acc, v);
-  if (OP == kRowArgmax && argmax_better(v, i, acc, best)) {
+  if (OP == kRowMin) acc = nan_min(acc, v);
+  if (OP == kRowProd) acc *= v;
+  if (is_arg_reduction<OP>() && arg_better<OP == kRowArgmin>(v, i, acc, best)) {
     acc = v;
     best = i;
   }
@@ -51,10 +56,14 @@ __device__ __forceinline__ void reduce_span(const Program& prog, long long row, 
 // Combines (acc, best) over the TPR threads of a row; every thread of the row gets the result.
 template <int TPR, int ROWS, int OP>
 __device__ __forceinline__ void reduce_across_row(float& acc, int& best, float* scratch_v, int* scratch_i) {
-  if (OP == kRowArgmax) {
-    row_argmax<TPR, ROWS>(acc, best, scratch_v, scratch_i);
+  if (is_arg_reduction<OP>()) {
+    row_argmax<TPR, ROWS, OP == kRowArgmin>(acc, best, scratch_v, scratch_i);
   } else if (OP == kRowMax) {
     acc = row_allreduce<TPR, ROWS>(acc, scratch_v, MaxOp{});
+  } else if (OP == kRowMin) {
+    acc = row_allreduce<TPR, ROWS>(acc, scratch_v, MinOp{});
+  } else if (OP == kRowProd) {
+    acc = row_allreduce<TPR, ROWS>(acc, scratch_v, ProdOp{});
   } else {
     acc = row_allreduce<TPR, ROWS>(acc, scratch_v, SumOp{});
   }
@@ -67,7 +76,7 @@ __device__ __forceinline__ void reduce_rows(const Program& prog, long long rows)
   using G = RowGeometry<TPR, ROWS>;
   static_assert(H % VEC == 0, "a vector never straddles a row");
   __shared__ float scratch_v[ROWS * G::kWarpsPerRow];
-  __shared__ int scratch_i[OP == kRowArgmax ? ROWS * G::kWarpsPerRow : 1];
+  __shared__ int scratch_i[is_arg_reduction<OP>() ? ROWS * G::kWarpsPerRow : 1];
   const long long row = static_cast<long long>(blockIdx.x) * ROWS + G::row_in_block();
   const bool active = row < rows;  // inactive threads still join the block's reductions
   float acc;
@@ -84,7 +93,7 @@ template <int H, int TPR, int VEC, int SPLIT, int OP, typename Program>
 __device__ __forceinline__ void reduce_rows_partial(const Program& prog, long long rows, float2* partial) {
   using S = SplitSlice<H, VEC, SPLIT>;
   __shared__ float scratch_v[RowGeometry<TPR, 1>::kWarpsPerRow];
-  __shared__ int scratch_i[OP == kRowArgmax ? RowGeometry<TPR, 1>::kWarpsPerRow : 1];
+  __shared__ int scratch_i[is_arg_reduction<OP>() ? RowGeometry<TPR, 1>::kWarpsPerRow : 1];
   const long long row = blockIdx.x;
   const int split = blockIdx.y;
   if (row >= rows) return;  // whole block: no barrier is skipped by part of it
@@ -106,16 +115,7 @@ __device__ __forceinline__ void reduce_rows_combine(const Program& prog, long lo
   reduce_init<OP>(acc, best);
   for (int s = threadIdx.x; s < SPLIT; s += 32) {
     const float2 p = partial[row * SPLIT + s];
-    if (OP == kRowArgmax) {
-      if (argmax_better(p.x, __float_as_int(p.y), acc, best)) {
-        acc = p.x;
-        best = __float_as_int(p.y);
-      }
-    } else if (OP == kRowMax) {
-      acc = nan_max(acc, p.x);
-    } else {
-      acc += p.x;
-    }
+    reduce_step<OP>(p.x, __float_as_int(p.y), acc, best);
   }
   reduce_across_row<32, 1, OP>(acc, best, nullptr, nullptr);
   if (OP == kRowMean) acc = acc / static_cast<float>(H);

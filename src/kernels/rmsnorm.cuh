@@ -40,8 +40,6 @@ __device__ __forceinline__ void rmsnorm_rows(const Program& prog, long long rows
   squares = row_allreduce<TPR, ROWS>(squares, scratch, SumOp{});
   RowStats stats;
   stats.inv_rms = rsqrtf(squares / static_cast<float>(H) + eps);
-  stats.max = 0.f;
-  stats.inv_sum = 0.f;
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
     if (owns(c)) prog.post(row, c * kStep + first_col, chunk[c], stats);

@@ -1,6 +1,7 @@
-// Device code shared by the row-wise families (rmsnorm, softmax, reduction, elementwise, embedding):
-// vector loads and stores of VEC elements of any activation dtype to and from fp32 registers, and
-// reductions across the threads that own one row.
+// Device code shared by the row-wise families (rmsnorm, layernorm, softmax, reduction, scan,
+// elementwise, embedding): vector loads and stores of VEC elements of any dtype to and from registers
+// (fp32 for the float dtypes, int for i32, bool for bool), and reductions across the threads that
+// own one row.
 //
 // Row geometry: a block holds ROWS rows of TPR threads each (TPR * ROWS threads, a multiple of 32).
 // The threads of a row are consecutive, so a row of TPR <= 32 threads lives inside one warp and
@@ -12,19 +13,44 @@
 //   pre(row, col, Chunk&)                  computes the ops before the row op, stores their outputs and
 //                                          sets Chunk::x[VEC], the row op's input
 //   post(row, col, Chunk&, RowStats)       computes the row op's result and the ops after it, stores
-//                                          (rmsnorm and softmax)
+//                                          (norms, softmax, scans: a scan engine first writes the
+//                                          scanned values into Chunk::x)
 //   store(row, value, index)               writes a reduction's result for the row (reductions)
+//   store_cols(row, col, values, indices)  writes VEC results of a reduction over a leading axis
 #pragma once
 
 #include "common.cuh"
+#include "pointwise.cuh"
 
 namespace ac {
 
-// What a row op learned about its row: rmsnorm's 1/rms, softmax's max and 1/sum.
+// What a row op learned about its row: rmsnorm's 1/rms, layer_norm's mean and 1/std, softmax's max,
+// 1/sum and log(sum).
 struct RowStats {
-  float inv_rms;
-  float max;
-  float inv_sum;
+  float inv_rms = 0.f;
+  float max = 0.f;
+  float inv_sum = 0.f;
+  float log_sum = 0.f;
+  float mean = 0.f;
+  float rstd = 0.f;
+};
+
+// Registers of each storage type: fp32 for the float dtypes, int for i32, bool for bool (a byte).
+__device__ __forceinline__ float to_reg(float v) { return v; }
+__device__ __forceinline__ float to_reg(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_reg(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ int to_reg(int v) { return v; }
+__device__ __forceinline__ bool to_reg(unsigned char v) { return v != 0; }
+
+template <typename T> struct Storage;
+template <> struct Storage<float> { __device__ __forceinline__ static float put(float v) { return v; } };
+template <> struct Storage<__half> { __device__ __forceinline__ static __half put(float v) { return __float2half_rn(v); } };
+template <> struct Storage<__nv_bfloat16> {
+  __device__ __forceinline__ static __nv_bfloat16 put(float v) { return __float2bfloat16_rn(v); }
+};
+template <> struct Storage<int> { __device__ __forceinline__ static int put(int v) { return v; } };
+template <> struct Storage<unsigned char> {
+  __device__ __forceinline__ static unsigned char put(bool v) { return v ? 1 : 0; }
 };
 
 // Raw storage of VEC elements of T, aligned to the access size (at most 16 bytes per access).
@@ -32,9 +58,10 @@ template <typename T, int VEC> struct alignas(sizeof(T) * VEC >= 16 ? 16 : sizeo
   T v[VEC];
 };
 
-// Reads VEC consecutive elements at p (aligned to sizeof(T) * VEC, or 16 bytes when larger) into fp32.
-template <typename T, int VEC>
-__device__ __forceinline__ void load_vec(const T* p, float (&out)[VEC]) {
+// Reads VEC consecutive elements at p (aligned to sizeof(T) * VEC, or 16 bytes when larger) into
+// registers (R: fp32 for float dtypes).
+template <typename T, int VEC, typename R>
+__device__ __forceinline__ void load_vec(const T* p, R (&out)[VEC]) {
   constexpr int kBytes = sizeof(T) * VEC;
   if constexpr (kBytes >= 16) {
     constexpr int kPer = 16 / sizeof(T);
@@ -43,12 +70,12 @@ __device__ __forceinline__ void load_vec(const T* p, float (&out)[VEC]) {
       const uint4 raw = *reinterpret_cast<const uint4*>(p + part * kPer);
       const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) out[part * kPer + i] = to_float(e[i]);
+      for (int i = 0; i < kPer; ++i) out[part * kPer + i] = to_reg(e[i]);
     }
   } else {
     const VecStore<T, VEC> raw = *reinterpret_cast<const VecStore<T, VEC>*>(p);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) out[i] = to_float(raw.v[i]);
+    for (int i = 0; i < VEC; ++i) out[i] = to_reg(raw.v[i]);
   }
 }
 
@@ -65,12 +92,12 @@ __device__ __forceinline__ VecStore<T, VEC> load_raw_stream(const T* src) {
   return raw;
 }
 
-// Writes VEC fp32 values as T at p (same alignment as load_vec), rounding to nearest even.
-template <typename T, int VEC>
-__device__ __forceinline__ void store_vec(T* p, const float (&in)[VEC]) {
+// Writes VEC registers as T at p (same alignment as load_vec), rounding floats to nearest even.
+template <typename T, int VEC, typename R>
+__device__ __forceinline__ void store_vec(T* p, const R (&in)[VEC]) {
   VecStore<T, VEC> raw;
 #pragma unroll
-  for (int i = 0; i < VEC; ++i) raw.v[i] = from_float<T>(in[i]);
+  for (int i = 0; i < VEC; ++i) raw.v[i] = Storage<T>::put(in[i]);
   constexpr int kBytes = sizeof(T) * VEC;
   if constexpr (kBytes >= 16) {
 #pragma unroll
@@ -82,25 +109,26 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[VEC]) {
 }
 
 // One element of T broadcast to VEC lanes (an operand broadcast along the columns).
-template <typename T, int VEC>
-__device__ __forceinline__ void load_splat(const T* p, float (&out)[VEC]) {
-  const float v = to_float(*p);
+template <typename T, int VEC, typename R>
+__device__ __forceinline__ void load_splat(const T* p, R (&out)[VEC]) {
+  const R v = to_reg(*p);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) out[i] = v;
 }
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-
-// Max that propagates NaN, as torch.max and the reference interpreter do.
-__device__ __forceinline__ float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }
-
 // Argmax order: a NaN beats every number, a larger value beats a smaller one, ties go to the
-// lower index (the reference interpreter's order).
+// lower index (the reference interpreter's order). Argmin: the same with smaller.
 __device__ __forceinline__ bool argmax_better(float v, int i, float best_v, int best_i) {
   const bool v_nan = v != v, best_nan = best_v != best_v;
   if (v_nan != best_nan) return v_nan;
   if (v_nan) return i < best_i;
   return v > best_v || (v == best_v && i < best_i);
+}
+__device__ __forceinline__ bool argmin_better(float v, int i, float best_v, int best_i) {
+  const bool v_nan = v != v, best_nan = best_v != best_v;
+  if (v_nan != best_nan) return v_nan;
+  if (v_nan) return i < best_i;
+  return v < best_v || (v == best_v && i < best_i);
 }
 
 struct SumOp {
@@ -108,6 +136,12 @@ struct SumOp {
 };
 struct MaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return nan_max(a, b); }
+};
+struct MinOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return nan_min(a, b); }
+};
+struct ProdOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a * b; }
 };
 
 // Threads per row and rows per block of a row engine.
@@ -151,15 +185,21 @@ __device__ __forceinline__ float row_allreduce(float v, float* scratch, Op op) {
   return v;
 }
 
-// Argmax over the threads of a row: (value, index) pairs; every thread of the row gets the winner.
-template <int TPR, int ROWS>
+template <bool MIN>
+__device__ __forceinline__ bool arg_better(float v, int i, float best_v, int best_i) {
+  return MIN ? argmin_better(v, i, best_v, best_i) : argmax_better(v, i, best_v, best_i);
+}
+
+// Argmax (argmin with MIN) over the threads of a row: (value, index) pairs; every thread of the row
+// gets the winner.
+template <int TPR, int ROWS, bool MIN = false>
 __device__ __forceinline__ void row_argmax(float& v, int& i, float* scratch_v, int* scratch_i) {
   constexpr int kWidth = TPR < 32 ? TPR : 32;
 #pragma unroll
   for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, v, offset);
     const int oi = __shfl_xor_sync(0xffffffffu, i, offset);
-    if (argmax_better(ov, oi, v, i)) { v = ov; i = oi; }
+    if (arg_better<MIN>(ov, oi, v, i)) { v = ov; i = oi; }
   }
   if constexpr (TPR > 32) {
     using G = RowGeometry<TPR, ROWS>;
@@ -174,7 +214,7 @@ __device__ __forceinline__ void row_argmax(float& v, int& i, float* scratch_v, i
     i = scratch_i[row * kWarps];
 #pragma unroll
     for (int w = 1; w < kWarps; ++w)
-      if (argmax_better(scratch_v[row * kWarps + w], scratch_i[row * kWarps + w], v, i)) {
+      if (arg_better<MIN>(scratch_v[row * kWarps + w], scratch_i[row * kWarps + w], v, i)) {
         v = scratch_v[row * kWarps + w];
         i = scratch_i[row * kWarps + w];
       }

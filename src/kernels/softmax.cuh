@@ -1,5 +1,6 @@
-// Softmax family: a numerically stable softmax over the last axis of [rows, H], with pointwise ops
-// before it (scale, mask add, cast) and after it.
+// Softmax family: a numerically stable softmax or log_softmax over the last axis of [rows, H], with
+// pointwise ops before it (scale, mask add, cast) and after it. Both need the row's max and sum of
+// exp(x - max): softmax writes exp(x - max) / sum, log_softmax x - max - log(sum).
 //
 // Same row geometry as rmsnorm (TPR threads per row, ROWS rows per block, VEC-column chunks). With
 // CACHE the thread's share of the row stays in registers: one read, max, sum of exp(x - max), one
@@ -62,7 +63,6 @@ __device__ __forceinline__ void softmax_rows(const Program& prog, long long rows
   const int first_col = G::lane() * VEC;
   auto owns = [&](int c) { return active && (H % kStep == 0 || c * kStep + first_col < H); };
   RowStats stats;
-  stats.inv_rms = 0.f;
 
   if constexpr (CACHE) {
     typename Program::Chunk chunk[kChunks];
@@ -87,6 +87,7 @@ __device__ __forceinline__ void softmax_rows(const Program& prog, long long rows
     s = row_allreduce<TPR, ROWS>(s, scratch_b, SumOp{});
     stats.max = m;
     stats.inv_sum = 1.f / s;
+    stats.log_sum = logf(s);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c)
       if (owns(c)) prog.post(row, c * kStep + first_col, chunk[c], stats);
@@ -96,6 +97,7 @@ __device__ __forceinline__ void softmax_rows(const Program& prog, long long rows
     row_softmax_stats<TPR, ROWS>(m, s, scratch_a, scratch_b);
     stats.max = m;
     stats.inv_sum = 1.f / s;
+    stats.log_sum = logf(s);
     if (active) softmax_span_write<TPR, VEC>(prog, row, G::lane(), 0, H, stats);
   }
 }
@@ -135,9 +137,9 @@ __device__ __forceinline__ void softmax_rows_write(const Program& prog, long lon
   }
   row_softmax_stats<TPR, 1>(m, s, scratch_a, scratch_b);
   RowStats stats;
-  stats.inv_rms = 0.f;
   stats.max = m;
   stats.inv_sum = 1.f / s;
+  stats.log_sum = logf(s);
   softmax_span_write<TPR, VEC>(prog, row, threadIdx.x, S::begin(split), S::end(split), stats);
 }
 

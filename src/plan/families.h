@@ -17,5 +17,10 @@ const TemplateFamily& attention_prefill_family();
 const TemplateFamily& gemm_family();
 const TemplateFamily& cublas_family();
 const TemplateFamily& attention_reference_family();
+const TemplateFamily& layernorm_family();
+const TemplateFamily& scan_family();
+const TemplateFamily& column_family();
+const TemplateFamily& copy_family();
+const TemplateFamily& gather_family();
 
 }  // namespace agentcompile::plan

@@ -9,6 +9,36 @@ namespace agentcompile::plan {
 
 namespace {
 
+// The node a region is built around: its matmul, attention, row op, gather, copy or side effect, else
+// its first node.
+const ir::Node& principal_node(const RegionContext& ctx) {
+  for (ir::OpClass wanted : {ir::OpClass::kMatmul, ir::OpClass::kAttention, ir::OpClass::kScan, ir::OpClass::kReduction,
+                             ir::OpClass::kSoftmax, ir::OpClass::kNorm, ir::OpClass::kRope, ir::OpClass::kGather,
+                             ir::OpClass::kLayout, ir::OpClass::kSideEffect})
+    for (size_t i = 0; i < ctx.size(); ++i)
+      if (ir::op_info(ctx.node(static_cast<int>(i)).op).op_class == wanted) return ctx.node(static_cast<int>(i));
+  return ctx.node(0);
+}
+
+// Why nothing implements a region, in the user's terms: "no template family implements cumprod over
+// axis 1 of f32[4096, 4000] (model.py:17 in forward); region ops: mul cumprod".
+std::string unimplemented_reason(const RegionContext& ctx) {
+  const ir::Node& node = principal_node(ctx);
+  std::string text = "no template family implements " + std::string(ir::op_name(node.op));
+  if (node.has_attr("axis")) text += " over axis " + std::to_string(node.int_attr("axis"));
+  text += " of ";
+  for (size_t i = 0; i < node.operands.size(); ++i)
+    text += (i ? ", " : "") + ctx.function->type(node.operands[i]).to_string();
+  if (node.operands.empty()) text += ctx.function->type(node.result).to_string();
+  text += " in a " + std::string(analysis::category_name(ctx.summary->category)) + " region";
+  if (!node.loc.empty()) text += " (" + node.loc + ")";
+  if (ctx.size() > 1) {
+    text += "; region ops:";
+    for (size_t i = 0; i < ctx.size(); ++i) text += " " + std::string(ir::op_name(ctx.node(static_cast<int>(i)).op));
+  }
+  return text;
+}
+
 Candidate make_candidate(const TemplateFamily& family, const Match& match, const TemplateFamily::Choice& choice) {
   Candidate c;
   c.family = family.name();
@@ -57,8 +87,7 @@ std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Functi
     }
     plan.enumerated = static_cast<int>(all.size());
     if (all.empty()) {
-      plan.unplanned_reason = "no template family implements " + std::string(analysis::category_name(plan.summary.category)) +
-                              " regions of this shape";
+      plan.unplanned_reason = unimplemented_reason(ctx);
       plans.push_back(std::move(plan));
       continue;
     }

@@ -29,7 +29,7 @@ std::string RegionContext::slot_of(ir::ValueId value) const {
 std::string dtype_tag(ir::DType dtype) { return std::string(ir::dtype_name(dtype)); }
 
 const std::vector<const TemplateFamily*>& all_families() {
-  static const std::vector<const TemplateFamily*> families = {&gemv_family(), &rmsnorm_family(), &embedding_family(), &elementwise_family(), &softmax_family(), &reduction_family(), &rope_kv_family(), &attention_decode_family(), &gemm_family(), &attention_prefill_family(), &cublas_family(), &attention_reference_family()};
+  static const std::vector<const TemplateFamily*> families = {&gemv_family(), &rmsnorm_family(), &embedding_family(), &elementwise_family(), &softmax_family(), &reduction_family(), &rope_kv_family(), &attention_decode_family(), &gemm_family(), &attention_prefill_family(), &cublas_family(), &attention_reference_family(), &layernorm_family(), &scan_family(), &column_family(), &copy_family(), &gather_family()};
   return families;
 }
 

@@ -96,7 +96,8 @@ Expected<MemoryPlan> plan_memory(const ir::Function& function, const std::vector
         return error(ErrorCode::kParse, "site " + std::to_string(site.site) + " writes value " + std::to_string(output) + ", which " + function.name + " does not have");
       ValueHome& home = plan.homes[static_cast<size_t>(output)];
       const int producer = function.value(output).producer;
-      if (producer >= 0 && function.nodes[static_cast<size_t>(producer)].op == ir::OpKind::kKvAppend) {
+      // A side effect's result is the state it wrote (kv_append, index_copy): it lives there.
+      if (producer >= 0 && ir::has_side_effect(function.nodes[static_cast<size_t>(producer)].op)) {
         home.kind = ValueHome::Kind::kState;
         home.state = function.nodes[static_cast<size_t>(producer)].string_attr("state");
       } else {

@@ -15,6 +15,7 @@ enum class Distribution { kNormal, kUniform, kHeavyTailed };
 const char* distribution_name(Distribution distribution);
 
 // A tensor held twice: as f32 values (for the interpreter) and as the dtype's bytes (for the GPU).
+// Bool is one byte, 0 or 1.
 struct TestTensor {
   ir::DType dtype = ir::DType::kF32;
   std::vector<int64_t> shape;
@@ -24,7 +25,7 @@ struct TestTensor {
 };
 
 // Deterministic random tensor: `scale` multiplies the distribution (N(0,1), U(-1,1), or a Student-t
-// like heavy tail clipped at 30). Integer tensors get values in [0, int_limit).
+// like heavy tail clipped at 30). Integer tensors get values in [0, int_limit); bool tensors 0 or 1.
 TestTensor random_tensor(ir::DType dtype, std::vector<int64_t> shape, Distribution distribution, uint64_t seed,
                          float scale = 1.0f, int32_t int_limit = 1);
 // Wraps f32 values (rounding them to dtype).

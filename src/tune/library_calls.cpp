@@ -2,10 +2,17 @@
 //
 // Row-major C[M, N] = A[M, K] · B[N, K]ᵀ is, in cuBLAS's column-major terms, Cᵀ[N, M] = B·Aᵀ with B
 // read transposed: cublasGemmEx(OP_T, OP_N, n=N, m=M, k=K, B (ld K), A (ld K), C (ld N)), fp32 compute.
+//
+// "gemm_batched" (general matmul regions) is C[b] = op(A[b]) · op(B[b]) for row-major operands that
+// are stored as they are read ([M, K], [K, N]) or transposed ([K, M], [N, K]): in column-major terms
+// Cᵀ = op(B)ᵀ · op(A)ᵀ, where a row-major [r, c] matrix is the column-major [c, r] one with leading
+// dimension c. fp32 compute in the handle's default math mode, so f32 GEMMs never use TF32 (torch's
+// default as well).
 #include "tune/library_calls.h"
 
 #include <cublas_v2.h>
 
+#include <cstdint>
 #include <string>
 
 namespace agentcompile::tune {
@@ -78,6 +85,7 @@ Status LibraryRunner::run(const plan::Launch& launch, const plan::Match& match, 
     auto it = a.find(key);
     return it == a.end() ? "" : it->second;
   };
+  if (arg("op") == "gemm_batched") return run_batched(launch, args);
   if (arg("op") != "gemm") return error(ErrorCode::kUnsupported, "library launch op '" + arg("op") + "' is not known");
   const long long m = arg("m") == "T" ? args.T : number_after(arg("m"), 0);
   const long long n = number_after(arg("n"), 0);
@@ -94,6 +102,36 @@ Status LibraryRunner::run(const plan::Launch& launch, const plan::Match& match, 
                                     A, in_type, ki, &beta, const_cast<void*>(C), cuda_data_type(arg("c_dtype")), ni,
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                        "cublasGemmEx(" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ")");
+}
+
+Status LibraryRunner::run_batched(const plan::Launch& launch, const RegionArgs& args) {
+  const auto& a = launch.library_args;
+  auto arg = [&](const char* key) -> std::string {
+    auto it = a.find(key);
+    return it == a.end() ? "" : it->second;
+  };
+  const long long m = arg("m") == "T" ? args.T : number_after(arg("m"), 0);
+  const long long n = number_after(arg("n"), 0), k = number_after(arg("k"), 0), batch = number_after(arg("batch"), 0);
+  const bool ta = arg("trans_a") == "1", tb = arg("trans_b") == "1";
+  if (m < 0 || n <= 0 || k <= 0 || batch <= 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return error(ErrorCode::kInternal, "library gemm_batched has malformed sizes m=" + arg("m") + " n=" + arg("n") + " k=" + arg("k") +
+                                           " batch=" + arg("batch"));
+  AC_ASSIGN_OR_RETURN(const void* A, slot_pointer(arg("a"), args));
+  AC_ASSIGN_OR_RETURN(const void* B, slot_pointer(arg("b"), args));
+  AC_ASSIGN_OR_RETURN(const void* C, slot_pointer(arg("c"), args));
+  if (m == 0) return Status::ok();
+  const cudaDataType_t ab_type = cuda_data_type(arg("ab_dtype"));
+  const float alpha = 1.0f, beta = 0.0f;
+  // Leading dimensions of the stored matrices: row-major [M, K] or [K, M] for A, [K, N] or [N, K] for B.
+  const long long lda = ta ? m : k, ldb = tb ? k : n;
+  return cublas_status(
+      cublasGemmStridedBatchedEx(static_cast<cublasHandle_t>(handle_), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, B, ab_type,
+                                 static_cast<int>(ldb), k * n, A, ab_type, static_cast<int>(lda), m * k, &beta,
+                                 const_cast<void*>(C), cuda_data_type(arg("c_dtype")), static_cast<int>(n), m * n,
+                                 static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx(" + std::to_string(batch) + " x " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+          std::to_string(k) + ")");
 }
 
 }  // namespace agentcompile::tune

@@ -1,5 +1,5 @@
-// Library launches of candidates (plan::Launch::library): today cuBLAS GEMMs, the fallback of
-// matmul regions. Interface slots in library_args ("in0", "w1", "out0", "workspace:<bytes per token>")
+// Library launches of candidates (plan::Launch::library): cuBLAS GEMMs ("gemm": one linear,
+// "gemm_batched": a strided-batched matmul with transposed operands), the fallback of matmul regions. Interface slots in library_args ("in0", "w1", "out0", "workspace:<bytes per token>")
 // are resolved against the same ac::RegionArgs the generated kernels receive.
 #pragma once
 
@@ -22,6 +22,7 @@ class LibraryRunner {
 
  private:
   LibraryRunner() = default;
+  Status run_batched(const plan::Launch& launch, const RegionArgs& args);
   void* handle_ = nullptr;  // cublasHandle_t
 };
 

@@ -1,8 +1,10 @@
 // Building admission cases and their reference outputs.
 //
 // Values are drawn at magnitudes a real model sees: activations O(1), weight matrices scaled by
-// 1/sqrt(K) so dot products stay O(1), norm weights near 1. All are rounded to their dtype before
-// either side sees them, so the only difference left is the arithmetic under test.
+// 1/sqrt(K) so dot products stay O(1), norm weights near 1. Inputs are drawn inside the domains of
+// the ops that read them (input_domains.h: index ranges, positive arguments of log and sqrt, ...).
+// All are rounded to their dtype before either side sees them, so the only difference left is the
+// arithmetic under test.
 #include "tune/region_cases.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <cmath>
 
 #include "ir/interpreter.h"
+#include "tune/input_domains.h"
 
 namespace agentcompile::tune {
 
@@ -17,13 +20,22 @@ namespace {
 
 std::vector<int64_t> sizes(const ir::TensorType& type, const ir::SymbolBindings& symbols) { return symbols.resolve(type.shape); }
 
-// Token ids must index the table of the embedding that reads them.
-int32_t id_limit(const ir::Function& function, ir::ValueId arg, const ir::Module& module) {
-  for (const auto& node : function.nodes)
-    if (node.op == ir::OpKind::kEmbedding && node.operands[1] == arg)
-      return static_cast<int32_t>(function.type(node.operands[0]).shape[0].value);
-  (void)module;
-  return 1;
+bool is_integer(ir::DType dtype) { return dtype == ir::DType::kI32 || dtype == ir::DType::kBool; }
+
+// An i32 input: indices in [0, limit) (distinct ones for index_copy: a shuffled prefix of the
+// range), or small integers of either sign.
+TestTensor integer_input(const ir::TensorType& type, const std::vector<int64_t>& shape, const InputDomain& domain, uint64_t seed) {
+  if (domain.domain == Domain::kIndex) return random_tensor(ir::DType::kI32, shape, Distribution::kUniform, seed, 1.0f, domain.limit);
+  TestTensor t = random_tensor(ir::DType::kI32, shape, Distribution::kUniform, seed, 1.0f, domain.domain == Domain::kAny ? 128 : domain.limit);
+  if (domain.domain == Domain::kAny) {
+    for (float& v : t.values) v -= 64.0f;
+  } else {  // kDistinctIndex: a Fisher-Yates shuffle of [0, limit), drawn from the values above
+    std::vector<float> order(static_cast<size_t>(std::max(1, domain.limit)));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<float>(i);
+    for (size_t i = order.size(); i-- > 1;) std::swap(order[i], order[static_cast<size_t>(t.values[i % t.values.size()]) % (i + 1)]);
+    for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = order[i % order.size()];
+  }
+  return tensor_from_values(type.dtype, shape, std::move(t.values));
 }
 
 }  // namespace
@@ -40,7 +52,7 @@ Expected<RegionLayout> region_layout(const ir::Module& region_module, const Regi
     layout.outputs.push_back(function->type(result));
     int aliased = -1;
     const int producer = function->value(result).producer;
-    if (producer >= 0 && function->nodes[static_cast<size_t>(producer)].op == ir::OpKind::kKvAppend) {
+    if (producer >= 0 && ir::has_side_effect(function->nodes[static_cast<size_t>(producer)].op)) {  // the state itself
       const std::string state = function->nodes[static_cast<size_t>(producer)].string_attr("state");
       for (size_t s = 0; s < region_module.states.size(); ++s)
         if (region_module.states[s].name == state) aliased = static_cast<int>(s);
@@ -82,13 +94,20 @@ RegionCase random_case(const ir::Module& region_module, const RegionLayout& layo
   RegionCase c;
   c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
   uint64_t stream = static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(distribution) * 7919u;
+  const std::vector<InputDomain> domains = input_domains(function);
   for (size_t i = 0; i < layout.inputs.size(); ++i) {
     const auto& type = layout.inputs[i];
-    if (type.dtype == ir::DType::kI32 && type.shape.empty()) {
-      c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));
+    const auto shape = sizes(type, layout.symbols);
+    if (type.dtype == ir::DType::kI32 && type.shape.empty() && domains[i].domain == Domain::kAny) {
+      c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));  // a position
+    } else if (type.dtype == ir::DType::kI32) {
+      c.inputs.push_back(integer_input(type, shape, domains[i], ++stream));
+    } else if (domains[i].domain == Domain::kAny || type.dtype == ir::DType::kBool) {
+      c.inputs.push_back(random_tensor(type.dtype, shape, distribution, ++stream));
     } else {
-      const int32_t limit = type.dtype == ir::DType::kI32 ? id_limit(function, function.args[i], region_module) : 1;
-      c.inputs.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream, 1.0f, limit));
+      TestTensor t = random_tensor(type.dtype, shape, distribution, ++stream);
+      apply_domain(domains[i], t.values);
+      c.inputs.push_back(tensor_from_values(type.dtype, shape, std::move(t.values)));
     }
   }
   c.params = std::move(weights);
@@ -137,7 +156,7 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
         ir::HostTensor arg;
         arg.dtype = c.inputs[i].dtype;
         arg.shape = c.inputs[i].shape;
-        if (arg.dtype == ir::DType::kI32)
+        if (is_integer(arg.dtype))  // i32 and bool arguments are held as int32 values
           for (float v : c.inputs[i].values) arg.i32.push_back(static_cast<int32_t>(v));
         else
           arg.f32 = c.inputs[i].values;
@@ -153,7 +172,7 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
         expected.dtype = layout.outputs[o].dtype;
         expected.shape = outputs[o].shape;
         expected.values = outputs[o].f32;
-        if (expected.dtype == ir::DType::kI32)
+        if (is_integer(expected.dtype))
           for (int32_t v : outputs[o].i32) expected.values.push_back(static_cast<float>(v));
         c.expected_outputs.push_back(std::move(expected));
       }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/ops.h"
 #include "plan/candidate.h"
 
 namespace agentcompile::codegen {
@@ -20,6 +21,9 @@ using Renderer = std::function<std::string(const plan::Candidate&)>;
 // has no RoPE.
 std::string rope_inv_freq_table(const plan::Match& match, int64_t head_dim);
 
+// The ac::RowReduction of a reduction op (reduction.cuh): "ac::kRowSum", "ac::kRowArgmin", ...
+const char* row_reduction_enum(ir::OpKind op);
+
 std::string render_gemv(const plan::Candidate& candidate);
 std::string render_rmsnorm(const plan::Candidate& candidate);
 std::string render_embedding(const plan::Candidate& candidate);
@@ -32,6 +36,11 @@ std::string render_attention_prefill(const plan::Candidate& candidate);
 std::string render_gemm(const plan::Candidate& candidate);
 std::string render_cublas_epilogue(const plan::Candidate& candidate);
 std::string render_attention_reference(const plan::Candidate& candidate);
+std::string render_layernorm(const plan::Candidate& candidate);
+std::string render_scan(const plan::Candidate& candidate);
+std::string render_columns(const plan::Candidate& candidate);
+std::string render_copy(const plan::Candidate& candidate);
+std::string render_gather(const plan::Candidate& candidate);
 
 inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
   static const std::vector<std::pair<std::string, Renderer>> table = {
@@ -47,6 +56,11 @@ inline const std::vector<std::pair<std::string, Renderer>>& renderers() {
       {"gemm", render_gemm},
       {"cublas", render_cublas_epilogue},
       {"attention_reference", render_attention_reference},
+      {"layernorm", render_layernorm},
+      {"scan", render_scan},
+      {"columns", render_columns},
+      {"copy", render_copy},
+      {"gather", render_gather},
   };
   return table;
 }

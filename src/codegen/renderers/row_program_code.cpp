@@ -1,11 +1,15 @@
 // Renders row programs as device code (see row_program_code.h).
 //
-// Names in the generated struct: l<i> is load i (a pointer field, and Chunk::l<i>[VEC] its values),
-// v<n> the value of program value n (a Chunk field when computed before the row op, a local array
-// of post() after it), s<j> the pointer of store j. Everything computes in fp32; only stores round
-// to the output dtype, exactly as the reference interpreter does.
+// Names in the generated struct: l<i> is load i (a pointer field for a memory load, and
+// Chunk::l<i>[VEC] its values; an arange has only the chunk array, a literal neither: it is written
+// where it is used), v<n> the value of program value n (a Chunk field when computed before the row
+// op, a local array of post() after it), s<j> the pointer of store j. Values live in registers of
+// their dtype's class: fp32 for every float dtype, int for i32, bool for bool; only stores round to
+// the output dtype, exactly as the reference interpreter does.
 #include "codegen/renderers/row_program_code.h"
 
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "codegen/render.h"
@@ -18,6 +22,31 @@ using ir::OpKind;
 using plan::RowProgram;
 
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
+
+// A double literal that reads back exactly.
+std::string double_literal(double v) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  std::string out = text;
+  if (out.find_first_of(".en") == std::string::npos) out += ".0";
+  return "(" + out + ")";
+}
+
+const char* reg_type(ir::DType dtype) {
+  if (dtype == ir::DType::kI32) return "int";
+  if (dtype == ir::DType::kBool) return "bool";
+  return "float";
+}
+
+// A number as a literal of `dtype`'s register type.
+std::string literal(double value, ir::DType dtype) {
+  if (dtype == ir::DType::kBool) return value != 0 ? "true" : "false";
+  if (dtype == ir::DType::kI32) return "(" + std::to_string(static_cast<long long>(value)) + ")";
+  const float f = static_cast<float>(value);
+  if (std::isnan(f)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  return "(" + float_literal(f) + ")";
+}
 
 // Whether load strides are those of a contiguous [rows, cols or 1] buffer: then its offset is row * width.
 bool contiguous_rows(const RowProgram& p, const RowProgram::Load& load) {
@@ -38,68 +67,134 @@ bool broadcast_rows(const RowProgram::Load& load) {
 
 class ProgramWriter {
  public:
-  ProgramWriter(const RowProgram& p, int vec) : p_(p), vec_(vec), rows_op_(p.has_row_op()) {}
+  ProgramWriter(const RowProgram& p, int vec, const std::string& provided)
+      : p_(p), vec_(vec), rows_op_(p.has_row_op()), provided_(provided) {}
 
   std::string write() {
     const std::string V = std::to_string(vec_);
     src_ << "struct Program {\n";
     for (size_t i = 0; i < p_.loads.size(); ++i)
-      src_ << "  const " << cuda_type(p_.loads[i].dtype) << "* l" << i << ";  // " << p_.loads[i].slot << "\n";
+      if (p_.loads[i].kind == RowProgram::LoadKind::kMemory && !provided(p_.loads[i]))
+        src_ << "  const " << cuda_type(p_.loads[i].dtype) << "* l" << i << ";  // " << p_.loads[i].slot << "\n";
     for (size_t j = 0; j < p_.stores.size(); ++j)
       src_ << "  " << cuda_type(p_.stores[j].dtype) << "* s" << j << ";  // " << p_.stores[j].slot
            << (p_.stores[j].per_row ? " [rows]" : " [rows, " + std::to_string(p_.cols) + "]") << "\n";
     src_ << "  struct Chunk {\n    float x[" << V << "];\n";
-    for (size_t i = 0; i < p_.loads.size(); ++i) src_ << "    float l" << i << "[" << V << "];\n";
+    for (size_t i = 0; i < p_.loads.size(); ++i)
+      if (p_.loads[i].kind != RowProgram::LoadKind::kLiteral)
+        src_ << "    " << reg_type(p_.loads[i].dtype) << " l" << i << "[" << V << "];\n";
     for (size_t s = 0; s < p_.steps.size(); ++s)
-      if (in_chunk(static_cast<int>(s))) src_ << "    float v" << p_.step_value(static_cast<int>(s)) << "[" << V << "];\n";
+      if (in_chunk(static_cast<int>(s)))
+        src_ << "    " << reg_type(p_.steps[s].dtype) << " v" << p_.step_value(static_cast<int>(s)) << "[" << V << "];\n";
     src_ << "  };\n";
     write_load();
     write_pre();
-    const OpKind row = p_.row_op();
-    if (rows_op_ && (row == OpKind::kRmsNorm || row == OpKind::kSoftmax)) write_post();
-    if (rows_op_ && row != OpKind::kRmsNorm && row != OpKind::kSoftmax) write_store();
+    if (p_.elementwise_row_op()) write_post();
+    if (rows_op_ && !p_.elementwise_row_op()) p_.column_form() ? write_store_cols() : write_store();
     src_ << "};\n";
     return src_.str();
   }
 
  private:
   bool is_row_step(int s) const { return s == p_.row_step; }
+  bool provided(const RowProgram::Load& load) const {
+    return !provided_.empty() && load.kind == RowProgram::LoadKind::kMemory && load.slot == provided_;
+  }
   // Values before the row op live in the chunk (the row op itself does not: post() computes it).
   bool in_chunk(int s) const { return !p_.steps[static_cast<size_t>(s)].post && !is_row_step(s); }
 
-  // The expression of value n for element e, from pre() (in_post false) or post().
+  // The expression of value n for element e, from pre() or post().
   std::string ref(int value) const {
-    if (p_.is_load(value)) return "c.l" + std::to_string(value) + "[e]";
+    if (p_.is_load(value)) {
+      const RowProgram::Load& load = p_.loads[static_cast<size_t>(value)];
+      if (load.kind == RowProgram::LoadKind::kLiteral) return literal(load.value, load.dtype);
+      return "c.l" + std::to_string(value) + "[e]";
+    }
     const int s = value - static_cast<int>(p_.loads.size());
     const std::string name = "v" + std::to_string(value) + "[e]";
     return in_chunk(s) ? "c." + name : name;
   }
 
+  std::string cast_expression(const std::string& a, ir::DType from, ir::DType to) const {
+    const std::string f = reg_type(from), t = reg_type(to);
+    if (f == t) return a;  // fp32 carries every float dtype; the store rounds
+    if (f == "float") return t == "int" ? "ac::float_to_int(" + a + ")" : "(" + a + " != 0.f)";
+    if (f == "int") return t == "float" ? "static_cast<float>(" + a + ")" : "(" + a + " != 0)";
+    return t == "float" ? "(" + a + " ? 1.f : 0.f)" : "(" + a + " ? 1 : 0)";
+  }
+
   std::string op_expression(const RowProgram::Step& step) const {
-    const std::string a = step.a >= 0 ? ref(step.a) : "", b = step.b >= 0 ? ref(step.b) : "";
+    const std::string a = step.a >= 0 ? ref(step.a) : "", b = step.b >= 0 ? ref(step.b) : "", c = step.c >= 0 ? ref(step.c) : "";
+    const bool is_int = step.a >= 0 && p_.value_dtype(step.a) == ir::DType::kI32;
     switch (step.op) {
       case OpKind::kAdd: return a + " + " + b;
       case OpKind::kSub: return a + " - " + b;
       case OpKind::kMul: return a + " * " + b;
-      case OpKind::kDiv: return a + " / " + b;
+      case OpKind::kDiv: return a + " / " + b;  // int division truncates toward zero, as C++'s does
+      case OpKind::kPow: return "powf(" + a + ", " + b + ")";
+      case OpKind::kMaximum: return "ac::nan_max(" + a + ", " + b + ")";
+      case OpKind::kMinimum: return "ac::nan_min(" + a + ", " + b + ")";
+      case OpKind::kEq: return "(" + a + " == " + b + ")";
+      case OpKind::kNe: return "(" + a + " != " + b + ")";
+      case OpKind::kLt: return "(" + a + " < " + b + ")";
+      case OpKind::kLe: return "(" + a + " <= " + b + ")";
+      case OpKind::kGt: return "(" + a + " > " + b + ")";
+      case OpKind::kGe: return "(" + a + " >= " + b + ")";
+      case OpKind::kLogicalAnd: return "(" + a + " && " + b + ")";
+      case OpKind::kLogicalOr: return "(" + a + " || " + b + ")";
+      case OpKind::kLogicalNot: return "!" + a;
+      case OpKind::kWhere: return "(" + a + " ? " + b + " : " + c + ")";
       case OpKind::kSilu: return "ac::silu(" + a + ")";
       case OpKind::kExp: return "__expf(" + a + ")";
       case OpKind::kNeg: return "-" + a;
-      case OpKind::kCast: return a;  // fp32 carries every float dtype; the store rounds
+      case OpKind::kCast: return cast_expression(a, p_.value_dtype(step.a), step.dtype);
+      case OpKind::kLog: return "logf(" + a + ")";
+      case OpKind::kLog1p: return "log1pf(" + a + ")";
+      case OpKind::kExpm1: return "expm1f(" + a + ")";
+      case OpKind::kSqrt: return "sqrtf(" + a + ")";
+      case OpKind::kRsqrt: return "rsqrtf(" + a + ")";
+      case OpKind::kAbs: return is_int ? "abs(" + a + ")" : "fabsf(" + a + ")";
+      case OpKind::kTanh: return "tanhf(" + a + ")";
+      case OpKind::kSigmoid: return "ac::sigmoid(" + a + ")";
+      case OpKind::kRelu: return "ac::relu(" + a + ")";
+      case OpKind::kErf: return "erff(" + a + ")";
+      case OpKind::kSin: return "sinf(" + a + ")";
+      case OpKind::kCos: return "cosf(" + a + ")";
+      case OpKind::kReciprocal: return "1.f / " + a;
+      case OpKind::kFloor: return "floorf(" + a + ")";
+      case OpKind::kCeil: return "ceilf(" + a + ")";
+      case OpKind::kRound: return "rintf(" + a + ")";  // half to even
+      case OpKind::kSign: return is_int ? "ac::signi(" + a + ")" : "ac::signf(" + a + ")";
+      case OpKind::kGelu: return (step.flags & 1 ? "ac::gelu_tanh(" : "ac::gelu_erf(") + a + ")";
+      case OpKind::kLeakyRelu: return "ac::leaky_relu(" + a + ", " + literal(step.p0, ir::DType::kF32) + ")";
+      case OpKind::kClamp: {
+        std::string v = a;
+        if (step.flags & 1) v = "ac::clamp_lo(" + v + ", " + literal(step.p0, ir::DType::kF32) + ")";
+        if (step.flags & 2) v = "ac::clamp_hi(" + v + ", " + literal(step.p1, ir::DType::kF32) + ")";
+        return v;
+      }
       case OpKind::kRmsNorm: return b + " * (c.x[e] * s.inv_rms)";  // the reference's order
+      case OpKind::kLayerNorm: {
+        std::string v = "(c.x[e] - s.mean) * s.rstd";
+        if (step.b >= 0) v = "(" + v + ") * " + b;
+        if (step.c >= 0) v += " + " + c;
+        return v;
+      }
       case OpKind::kSoftmax: return "__expf(c.x[e] - s.max) * s.inv_sum";
-      default: return "0.f /* unreachable: not a pointwise op */";
+      case OpKind::kLogSoftmax: return "c.x[e] - s.max - s.log_sum";
+      case OpKind::kCumsum:
+      case OpKind::kCumprod: return "c.x[e]";  // the scan engine wrote the scanned values there
+      default: return "0 /* unreachable: not a pointwise op */";
     }
   }
 
-  std::string store_pointer(size_t j) const {
-    return "s" + std::to_string(j) + " + row * " + ll(p_.cols) + " + col";
-  }
+  std::string store_pointer(size_t j) const { return "s" + std::to_string(j) + " + row * " + ll(p_.cols) + " + col"; }
 
   void write_load() {
     src_ << "  __device__ __forceinline__ void load(long long row, int col, Chunk& c) const {\n";
     bool coords = false;
-    for (const auto& load : p_.loads) coords |= !broadcast_rows(load) && !contiguous_rows(p_, load);
+    for (const auto& load : p_.loads)
+      coords |= load.kind != RowProgram::LoadKind::kLiteral && !provided(load) && !broadcast_rows(load) && !contiguous_rows(p_, load);
     if (coords) {  // row -> coordinates over the leading dims, for partially broadcast loads
       src_ << "    long long rest = row;\n";
       for (size_t d = p_.lead.size(); d-- > 1;)
@@ -108,6 +203,7 @@ class ProgramWriter {
     }
     for (size_t i = 0; i < p_.loads.size(); ++i) {
       const auto& load = p_.loads[i];
+      if (load.kind == RowProgram::LoadKind::kLiteral || provided(load)) continue;
       std::string offset;
       if (broadcast_rows(load)) {
         offset = "0";
@@ -121,10 +217,21 @@ class ProgramWriter {
         }
       }
       const std::string T = cuda_type(load.dtype), I = std::to_string(i);
-      if (load.col_stride != 0)
+      if (load.kind == RowProgram::LoadKind::kArange) {
+        // start + step * index, the index being the element's offset into the arange.
+        const std::string index = "(" + offset + (load.col_stride != 0 ? " + col + e" : "") + ")";
+        std::string value;
+        if (load.dtype == ir::DType::kI32)
+          value = "static_cast<int>(" + std::to_string(static_cast<long long>(load.value)) + "LL + " +
+                  std::to_string(static_cast<long long>(load.step)) + "LL * " + index + ")";
+        else
+          value = "static_cast<float>(" + double_literal(load.value) + " + " + double_literal(load.step) + " * static_cast<double>" + index + ")";
+        src_ << "#pragma unroll\n    for (int e = 0; e < " << vec_ << "; ++e) c.l" << I << "[e] = " << value << ";\n";
+      } else if (load.col_stride != 0) {
         src_ << "    ac::load_vec<" << T << ", " << vec_ << ">(l" << I << " + " << offset << " + col, c.l" << I << ");\n";
-      else
+      } else {
         src_ << "    ac::load_splat<" << T << ", " << vec_ << ">(l" << I << " + " << offset << ", c.l" << I << ");\n";
+      }
     }
     src_ << "  }\n";
   }
@@ -151,7 +258,8 @@ class ProgramWriter {
   void write_post() {
     src_ << "  __device__ __forceinline__ void post(long long row, int col, const Chunk& c, const ac::RowStats& s) const {\n";
     for (size_t s = 0; s < p_.steps.size(); ++s)
-      if (!in_chunk(static_cast<int>(s))) src_ << "    float v" << p_.step_value(static_cast<int>(s)) << "[" << vec_ << "];\n";
+      if (!in_chunk(static_cast<int>(s)))
+        src_ << "    " << reg_type(p_.steps[s].dtype) << " v" << p_.step_value(static_cast<int>(s)) << "[" << vec_ << "];\n";
     src_ << "#pragma unroll\n    for (int e = 0; e < " << vec_ << "; ++e) {\n";
     for (size_t s = 0; s < p_.steps.size(); ++s) {
       if (in_chunk(static_cast<int>(s))) continue;
@@ -181,21 +289,38 @@ class ProgramWriter {
     src_ << "  }\n";
   }
 
+  // The column form's results: VEC columns of one output row ([outer * inner, cols]).
+  void write_store_cols() {
+    src_ << "  __device__ __forceinline__ void store_cols(long long row, int col, const float (&value)[" << vec_
+         << "], const int (&index)[" << vec_ << "]) const {\n";
+    for (size_t j = 0; j < p_.stores.size(); ++j) {
+      const auto& store = p_.stores[j];
+      if (!store.per_row) continue;
+      src_ << "    ac::store_vec<" << cuda_type(store.dtype) << ", " << vec_ << ">(" << store_pointer(j) << ", "
+           << (store.dtype == ir::DType::kI32 ? "index" : "value") << ");\n";
+    }
+    src_ << "  }\n";
+  }
+
   const RowProgram& p_;
   const int vec_;
   const bool rows_op_;
+  const std::string provided_;
   std::ostringstream src_;
 };
 
 }  // namespace
 
-std::string render_row_program(const plan::RowProgram& program, int vec) { return ProgramWriter(program, vec).write(); }
+std::string render_row_program(const plan::RowProgram& program, int vec, const std::string& provided) {
+  return ProgramWriter(program, vec, provided).write();
+}
 
-std::string render_program_binding(const plan::RowProgram& p, const std::string& var) {
+std::string render_program_binding(const plan::RowProgram& p, const std::string& var, const std::string& provided) {
   std::ostringstream src;
   for (size_t i = 0; i < p.loads.size(); ++i)
-    src << "  " << var << ".l" << i << " = static_cast<const " << cuda_type(p.loads[i].dtype) << "*>("
-        << slot_expression(p.loads[i].slot) << ");\n";
+    if (p.loads[i].kind == RowProgram::LoadKind::kMemory && (provided.empty() || p.loads[i].slot != provided))
+      src << "  " << var << ".l" << i << " = static_cast<const " << cuda_type(p.loads[i].dtype) << "*>("
+          << slot_expression(p.loads[i].slot) << ");\n";
   for (size_t j = 0; j < p.stores.size(); ++j)
     src << "  " << var << ".s" << j << " = static_cast<" << cuda_type(p.stores[j].dtype) << "*>("
         << slot_expression(p.stores[j].slot) << ");\n";

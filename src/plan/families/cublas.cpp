@@ -2,13 +2,17 @@
 // followed, when the region has an epilogue, by a small generated elementwise kernel (bias, residual
 // add, act(gate)·up with act SiLU or GELU) that reads the GEMM results. A region with an RMSNorm
 // prologue first runs a generated RMSNorm kernel (rmsnorm.cuh, weights T or f32) into the workspace,
-// and the GEMMs read the row from there.
+// and the GEMMs read the row from there. Regions the fixed epilogues do not cover (a batched or
+// transposed matmul, a linear with any pointwise epilogue) take the "program" variant
+// (matmul_general.h): one strided-batched GEMM, then a generated row program over its fp32 product.
 // Always in the space of a matmul region, and marked as its fallback: a generated kernel is selected
 // only when it is measured faster.
 #include <sstream>
 
 #include "plan/families.h"
+#include "plan/families/matmul_general.h"
 #include "plan/families/matmul_match.h"
+#include "plan/families/row_program.h"
 
 namespace agentcompile::plan {
 
@@ -21,22 +25,33 @@ class CublasFamily final : public TemplateFamily {
 
   std::optional<Match> match(const RegionContext& ctx) const override {
     auto m = match_matmul_region(ctx, TokenCount::kAny);
-    if (!m) return std::nullopt;
+    if (!m) return match_general_matmul(ctx);
     const auto& x = ctx.function->type(ctx.node(0).operands[0]);
     m->facts["tokens_static"] = x.shape[0].is_static() ? x.shape[0].value : 0;  // 0: T
     return m;
   }
 
-  std::vector<Choice> param_space(const Match&, const DeviceProfile&) const override {
+  std::vector<Choice> param_space(const Match& m, const DeviceProfile&) const override {
     Choice c;
     c.params = {{"fallback", 1}};
     c.score = 0.05;  // ranked last: the baseline every generated kernel must beat
-    c.notes.push_back("library fallback: cublasGemmEx per linear, fp32 compute");
+    if (m.variant == "program")
+      c.notes.push_back(std::string("library fallback: cublasGemmStridedBatchedEx, fp32 compute (no TF32)") +
+                        (m.facts.at("epilogue") ? ", then the epilogue as a generated row program over the fp32 product" : ""));
+    else
+      c.notes.push_back("library fallback: cublasGemmEx per linear, fp32 compute");
     return {c};
   }
 
   std::string kernel_name(const Match& m, const ParamSet&) const override {
     std::ostringstream name;
+    if (m.variant == "program") {
+      const int64_t M = m.facts.at("M");
+      name << "cublas_mm_" << dtype_tag(m.dtype) << "_b" << m.facts.at("batch") << "_m" << (M ? std::to_string(M) : "T") << "_n"
+           << m.facts.at("N") << "_k" << m.facts.at("K") << "_t" << m.facts.at("trans_a") << m.facts.at("trans_b");
+      if (m.facts.at("epilogue")) name << "_" << decode_row_program(m).ops_tag() << "_" << row_program_digest(m);
+      return name.str();
+    }
     // Rows are part of the name: the generated kernels differ between one static token and T.
     const int64_t rows = m.facts.at("tokens_static");
     name << "cublas_" << (m.facts.count("norm") ? "rmsnorm_" : "") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
@@ -47,6 +62,7 @@ class CublasFamily final : public TemplateFamily {
 
   std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
     const std::string base = kernel_name(m, p);
+    if (m.variant == "program") return general_matmul_launches(m, base);
     const std::string tokens = m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "T";
     const int64_t rows = m.facts.at("N");
     std::vector<Launch> out;
@@ -91,7 +107,11 @@ class CublasFamily final : public TemplateFamily {
 
   // Per token: the fp32 gate and up results (gate_up), then the normalized row (a norm prologue).
   int64_t workspace_bytes_per_token(const Match& m, const ParamSet&) const override {
+    if (m.variant == "program") return general_matmul_workspace_per_token(m);
     return normalized_row_offset(m) + (m.facts.count("norm") ? m.facts.at("K") * ir::dtype_size(m.dtype) : 0);
+  }
+  int64_t workspace_bytes_fixed(const Match& m, const ParamSet&) const override {
+    return m.variant == "program" ? general_matmul_workspace_fixed(m) : 0;
   }
 
  private:

@@ -1,6 +1,8 @@
 // Prefill GEMM family (src/kernels/gemm.cuh): matmul regions over T tokens (or a static row count,
 // such as the lm_head's last row) with the plain, cast, residual-add, gate/up act·mul (SiLU or GELU) and
-// multi-segment (fused QKV) epilogues. Planning side: matching, the parameter space, a cost model
+// multi-segment (fused QKV) epilogues, or one linear followed by any pointwise chain (the "program"
+// variant: the chain's generated row program runs on the accumulators in the GEMM's epilogue).
+// Planning side: matching, the parameter space, a cost model
 // that ranks tile shapes without knowing T, and launch geometry (grids that grow with T).
 // codegen/renderers/gemm.cpp writes the source.
 //
@@ -23,7 +25,9 @@
 #include <sstream>
 
 #include "plan/families.h"
+#include "plan/families/matmul_general.h"
 #include "plan/families/matmul_match.h"
+#include "plan/families/row_program.h"
 
 namespace agentcompile::plan {
 
@@ -118,7 +122,7 @@ class GemmFamily final : public TemplateFamily {
 
   std::optional<Match> match(const RegionContext& ctx) const override {
     auto base = match_matmul_region(ctx, TokenCount::kAny);
-    if (!base) return std::nullopt;
+    if (!base) return match_program(ctx);
     Match m = std::move(*base);
     if (m.facts.count("norm")) return std::nullopt;  // a norm prologue is a one-token (GEMV) fusion
     // What the tensor-core tiles add to the shared matcher: 16-bit inputs, K in mma steps, column pairs
@@ -143,6 +147,20 @@ class GemmFamily final : public TemplateFamily {
     }
     const size_t outputs = m.variant == "multi" ? static_cast<size_t>(m.facts.count("rows2") ? 3 : 2) : 1;
     if (ctx.region->outputs.size() != outputs) return std::nullopt;  // an intermediate escapes the region
+    return m;
+  }
+
+  // One linear over [M or T, K] in f16/bf16 followed by any pointwise epilogue (matmul_general.h):
+  // the epilogue's row program runs on the accumulators, in the GEMM's own epilogue.
+  std::optional<Match> match_program(const RegionContext& ctx) const {
+    auto m = match_general_matmul(ctx);
+    if (!m || m->facts.at("epilogue") == 0 || m->facts.at("trans_a") != 0 || m->facts.at("trans_b") != 1) return std::nullopt;
+    if (m->dtype != ir::DType::kF16 && m->dtype != ir::DType::kBF16) return std::nullopt;
+    if (m->facts.at("K") % 16 != 0 || m->facts.at("N") % 8 != 0) return std::nullopt;
+    const RowProgram p = decode_row_program(*m);
+    if (p.lead.size() != 1) return std::nullopt;  // rows of x as they are: [M, N]
+    if (m->facts.at("M") == 0) m->facts.erase("M");  // T rows
+    m->facts["cols0"] = m->facts.at("N");
     return m;
   }
 
@@ -221,6 +239,7 @@ class GemmFamily final : public TemplateFamily {
     name << (simt ? "gemm_simt_" : "gemm_mma_") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K");
+    if (m.variant == "program") name << "_" << decode_row_program(m).ops_tag() << "_" << row_program_digest(m);
     if (m.facts.count("M")) name << "_m" << m.facts.at("M");
     name << "_b" << p.at("bm") << "x" << p.at("bn") << "x" << p.at("bk");
     if (simt)

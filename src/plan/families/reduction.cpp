@@ -1,6 +1,7 @@
-// Reduction family (src/kernels/reduction.cuh): fusion regions ending in one reduce_sum,
-// reduce_max, reduce_mean or argmax over the last axis, possibly after pointwise ops, as a
-// generated row program that streams each row once; few long rows split across blocks.
+// Reduction family (src/kernels/reduction.cuh): fusion regions ending in one reduce_sum, reduce_max,
+// reduce_min, reduce_mean, reduce_prod, argmax or argmin over the last axis, possibly after pointwise
+// ops, as a generated row program that streams each row once; few long rows split across blocks.
+// Reductions over another axis are the column family's (columns.cpp).
 #include <sstream>
 
 #include "plan/families.h"
@@ -17,9 +18,9 @@ class ReductionFamily final : public TemplateFamily {
 
   std::optional<Match> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
-    if (!program || !program->has_row_op()) return std::nullopt;
+    if (!program || !program->has_row_op() || program->column_form()) return std::nullopt;
     const ir::OpKind op = program->row_op();
-    if (op == ir::OpKind::kRmsNorm || op == ir::OpKind::kSoftmax) return std::nullopt;
+    if (ir::op_info(op).op_class != ir::OpClass::kReduction) return std::nullopt;
     if (program->cols > (int64_t{1} << 30)) return std::nullopt;
     return row_program_match(*program, std::string(ir::op_name(op)));
   }
@@ -28,7 +29,7 @@ class ReductionFamily final : public TemplateFamily {
     const RowProgram p = decode_row_program(m);
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, 1 << 30, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), 1 << 30, device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}};
       // Nothing is held, so chunks only lengthen the loop: score a thread's share like a streamed
@@ -39,7 +40,7 @@ class ReductionFamily final : public TemplateFamily {
       if (p.typical_rows() < device.multiprocessors && g.chunks > 4) c.score *= 4.0 / g.chunks + 0.5;
       out.push_back(std::move(c));
     }
-    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), max_vec, device)) {
+    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);

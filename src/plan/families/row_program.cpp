@@ -1,9 +1,9 @@
-// Row programs (see row_program.h): analysis of a fusion region, its encoding in a Match, and the
-// row geometry the row families share.
+// Row programs (see row_program.h): analysis of a fusion region (or of a matmul region's epilogue)
+// and the program's encoding in a Match.
 #include "plan/families/row_program.h"
 
 #include <algorithm>
-#include <cmath>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -16,35 +16,12 @@ namespace {
 
 using ir::OpKind;
 
-bool is_pointwise(OpKind op) {
-  switch (op) {
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kSilu:
-    case OpKind::kExp:
-    case OpKind::kNeg:
-    case OpKind::kCast: return true;
-    default: return false;
-  }
-}
+bool is_pointwise(OpKind op) { return ir::op_info(op).op_class == ir::OpClass::kPointwise; }
 
-bool is_row_op(OpKind op) {
-  switch (op) {
-    case OpKind::kRmsNorm:
-    case OpKind::kSoftmax:
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMax:
-    case OpKind::kReduceMean:
-    case OpKind::kArgmax: return true;
-    default: return false;
-  }
-}
+bool is_plain_dtype(ir::DType dtype) { return ir::is_float(dtype) || dtype == ir::DType::kI32 || dtype == ir::DType::kBool; }
 
-bool is_float_dtype(ir::DType dtype) {
-  return dtype == ir::DType::kF16 || dtype == ir::DType::kBF16 || dtype == ir::DType::kF32;
-}
+bool reduces(OpKind op) { return ir::op_info(op).op_class == ir::OpClass::kReduction; }
+bool scans(OpKind op) { return ir::op_info(op).op_class == ir::OpClass::kScan; }
 
 // Element strides with which `shape` (row-major, contiguous) broadcasts into `space`, one per dim
 // of `space`; nullopt when it does not broadcast (a dim that is neither equal nor a static 1, a
@@ -70,68 +47,265 @@ std::optional<std::vector<int64_t>> broadcast_strides(const ir::Shape& shape, co
   return strides;
 }
 
-// A value read from outside the region: its interface slot and the type it broadcasts from.
-// Weights may be read through views: broadcasts (outermost) then reshapes of the weight itself.
-std::optional<std::pair<std::string, ir::TensorType>> external_operand(const RegionContext& ctx, ir::ValueId value) {
+// A value read from outside the nodes analyzed: an interface slot (read through views: a broadcast
+// on top, then reshapes), or a source computed where it is read (a one-value constant, an arange).
+struct Operand {
+  RowProgram::LoadKind kind = RowProgram::LoadKind::kMemory;
+  std::string slot;
+  ir::TensorType type;  // the type it broadcasts from
+  double value = 0, step = 0;
+};
+
+std::optional<Operand> external_operand(const RegionContext& ctx, ir::ValueId value) {
   const ir::Function& f = *ctx.function;
-  if (std::string slot = ctx.slot_of(value); !slot.empty()) return std::pair{slot, f.type(value)};
-  ir::TensorType type = f.type(value);
+  Operand out;
+  out.type = f.type(value);
   ir::ValueId cur = value;
   bool reshaped = false;
   while (true) {
+    if (std::string slot = ctx.slot_of(cur); !slot.empty()) {
+      out.slot = slot;
+      out.type.dtype = f.type(cur).dtype;
+      return out;
+    }
     const int producer = f.value(cur).producer;
     if (producer < 0) return std::nullopt;
     const ir::Node& node = f.nodes[static_cast<size_t>(producer)];
-    if (node.op == OpKind::kWeight) break;
+    if (node.op == OpKind::kConstant) {
+      if (!node.has_attr("value")) return std::nullopt;  // a dense constant: not inlined
+      out.kind = RowProgram::LoadKind::kLiteral;
+      out.value = node.float_attr("value");
+      out.type.dtype = f.type(cur).dtype;
+      return out;
+    }
+    if (node.op == OpKind::kArange) {
+      out.kind = RowProgram::LoadKind::kArange;
+      out.value = node.float_attr("start");
+      out.step = node.float_attr("step", 1.0);
+      out.type.dtype = f.type(cur).dtype;
+      return out;
+    }
     if (node.op == OpKind::kBroadcast && !reshaped) {
-      type = f.type(node.operands[0]);
+      out.type = f.type(node.operands[0]);
     } else if (node.op == OpKind::kReshape || node.op == OpKind::kView) {
       reshaped = true;
     } else {
-      return std::nullopt;  // a slice of a weight, or a broadcast under a reshape
+      return std::nullopt;  // a slice, or a broadcast under a reshape: not a strided read
     }
     cur = node.operands[0];
   }
-  std::string slot = ctx.slot_of(cur);
-  if (slot.empty()) return std::nullopt;
-  return std::pair{slot, type};
 }
 
-int64_t product(const std::vector<int64_t>& v, size_t from) {
+int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t i = from; i < v.size(); ++i) p *= v[i];
+  for (size_t i = from; i < to && i < v.size(); ++i) p *= v[i];
   return p;
 }
 
+// Walks nodes in order, building steps over a fixed iteration space.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const RegionContext& ctx, RowProgram& p, const ir::Shape& space) : ctx_(ctx), p_(p), space_(space) {}
+
+  bool set_space() {
+    if (space_.empty()) return true;  // a scalar: one row of one column
+    if (!space_.back().is_static() || space_.back().value <= 0) return false;
+    p_.cols = space_.back().value;
+    for (size_t d = 0; d + 1 < space_.size(); ++d) {
+      const ir::Dim& dim = space_[d];
+      if (dim.is_static()) {
+        if (dim.value <= 0) return false;
+        p_.lead.push_back(dim.value);
+      } else if (d == 0 && dim.symbol == ir::Symbol::kT) {
+        p_.lead.push_back(0);
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A value read from its own slot (plus `v.plus`): a first step computes it in the value's dtype.
+  bool add_virtual(const VirtualLoad& v) {
+    virtual_[v.value] = v;
+    RowProgram::Step step;
+    step.op = v.plus == ir::kNoValue ? OpKind::kCast : OpKind::kAdd;
+    step.dtype = ctx_.function->type(v.value).dtype;
+    auto product = load_ref(v.value);
+    if (!product) return false;
+    step.a = *product;
+    if (v.plus != ir::kNoValue) {
+      auto plus = load_ref(v.plus);
+      if (!plus) return false;
+      step.b = *plus;
+    }
+    step_of_value_[v.value] = static_cast<int>(p_.steps.size());
+    p_.steps.push_back(step);
+    return true;
+  }
+
+  // Adds node `node` as a step; `is_row` marks the row op. False when it does not fit.
+  bool add(const ir::Node& node, bool is_row) {
+    const ir::Function& f = *ctx_.function;
+    RowProgram::Step step;
+    step.op = node.op;
+    step.dtype = f.type(node.result).dtype;
+    if (node.operands.size() > 3 || !is_plain_dtype(step.dtype)) return false;
+    int* slots[3] = {&step.a, &step.b, &step.c};
+    for (size_t k = 0; k < node.operands.size(); ++k) {
+      const ir::ValueId v = node.operands[k];
+      if (auto it = step_of_value_.find(v); it != step_of_value_.end()) {
+        *slots[k] = -2 - it->second;  // a step, numbered once the loads are all known
+        const RowProgram::Step& source = p_.steps[static_cast<size_t>(it->second)];
+        if (source.post || it->second == p_.row_step) step.post = true;
+        continue;
+      }
+      auto ref = load_ref(v);
+      if (!ref) return false;  // also: an intermediate read through a view
+      *slots[k] = *ref;
+    }
+    const ir::Shape& result_shape = f.type(node.result).shape;
+    if (is_row) {
+      if (step.post || !ir::is_float(ref_dtype(step.a))) return false;
+      p_.row_step = static_cast<int>(p_.steps.size());
+      if (node.op == OpKind::kRmsNorm || node.op == OpKind::kLayerNorm) p_.eps = static_cast<float>(node.float_attr("eps"));
+    } else {
+      if (!broadcast_strides(result_shape, space_)) return false;
+      if (step.post && p_.row_step >= 0 && !p_.elementwise_row_op()) return false;  // nothing follows a reduction
+    }
+    switch (node.op) {
+      case OpKind::kLeakyRelu: step.p0 = node.float_attr("slope"); break;
+      case OpKind::kClamp:
+        if (node.has_attr("lo")) step.p0 = node.float_attr("lo"), step.flags |= 1;
+        if (node.has_attr("hi")) step.p1 = node.float_attr("hi"), step.flags |= 2;
+        break;
+      case OpKind::kGelu: step.flags = node.string_attr("approximate", "none") == "tanh" ? 1 : 0; break;
+      default: break;
+    }
+    step_of_value_[node.result] = static_cast<int>(p_.steps.size());
+    p_.steps.push_back(step);
+    return true;
+  }
+
+  // Numbers step operands after the loads; adds the stores of `outputs`.
+  bool finish(const std::vector<ir::ValueId>& outputs) {
+    const int loads = static_cast<int>(p_.loads.size());
+    for (auto& step : p_.steps)
+      for (int* v : {&step.a, &step.b, &step.c})
+        if (*v <= -2) *v = loads + (-2 - *v);
+    const ir::Function& f = *ctx_.function;
+    for (ir::ValueId out : outputs) {
+      auto it = step_of_value_.find(out);
+      if (it == step_of_value_.end()) return false;
+      RowProgram::Store store;
+      store.value = loads + it->second;
+      store.slot = ctx_.slot_of(out);
+      store.dtype = f.type(out).dtype;
+      store.per_row = it->second == p_.row_step && !p_.elementwise_row_op();
+      if (store.slot.rfind("out", 0) != 0) return false;
+      if (!store.per_row && f.type(out).shape != space_) return false;  // outputs cover the whole space
+      p_.stores.push_back(store);
+    }
+    return !p_.stores.empty();
+  }
+
+  // The dtype of an operand reference while steps are still numbered by -2 - index.
+  ir::DType ref_dtype(int ref) const {
+    return ref <= -2 ? p_.steps[static_cast<size_t>(-2 - ref)].dtype : p_.loads[static_cast<size_t>(ref)].dtype;
+  }
+
+ private:
+  std::optional<int> load_ref(ir::ValueId value) {
+    RowProgram::Load load;
+    ir::Shape shape;
+    if (auto it = virtual_.find(value); it != virtual_.end() && !step_of_value_.count(value)) {
+      load.slot = it->second.slot;
+      load.dtype = it->second.dtype;
+      shape = ctx_.function->type(value).shape;
+    } else {
+      auto ext = external_operand(ctx_, value);
+      if (!ext || !is_plain_dtype(ext->type.dtype)) return std::nullopt;
+      load.kind = ext->kind;
+      load.slot = ext->slot;
+      load.dtype = ext->type.dtype;
+      load.value = ext->value;
+      load.step = ext->step;
+      shape = ext->type.shape;
+    }
+    if (load.kind == RowProgram::LoadKind::kLiteral) {
+      load.row_strides.assign(p_.lead.size(), 0);
+      load.col_stride = 0;
+    } else {
+      auto strides = broadcast_strides(shape, space_);
+      if (!strides) return std::nullopt;
+      load.col_stride = space_.empty() || p_.cols == 1 ? 0 : strides->back();
+      load.row_strides.assign(strides->begin(), strides->empty() ? strides->end() : strides->end() - 1);
+    }
+    for (size_t i = 0; i < p_.loads.size(); ++i) {
+      const auto& l = p_.loads[i];
+      if (l.kind == load.kind && l.slot == load.slot && l.dtype == load.dtype && l.row_strides == load.row_strides &&
+          l.col_stride == load.col_stride && l.value == load.value && l.step == load.step)
+        return static_cast<int>(i);
+    }
+    p_.loads.push_back(load);
+    return static_cast<int>(p_.loads.size()) - 1;
+  }
+
+  const RegionContext& ctx_;
+  RowProgram& p_;
+  const ir::Shape space_;
+  std::map<ir::ValueId, int> step_of_value_;
+  std::map<ir::ValueId, VirtualLoad> virtual_;
+};
+
 }  // namespace
+
+ir::DType RowProgram::value_dtype(int value) const {
+  return is_load(value) ? loads[static_cast<size_t>(value)].dtype : step_of(value).dtype;
+}
+
+bool RowProgram::elementwise_row_op() const {
+  const OpKind op = row_op();
+  return row_step >= 0 && !reduces(op);
+}
 
 int64_t RowProgram::rows_per_token() const {
   if (lead.empty() || lead[0] != 0) return 0;
-  return product(lead, 1);
+  return product(lead, 1, lead.size());
 }
 
 int64_t RowProgram::rows_fixed() const {
   if (lead.empty()) return 1;
-  return lead[0] == 0 ? 0 : product(lead, 0);
+  return lead[0] == 0 ? 0 : product(lead, 0, lead.size());
 }
 
 int64_t RowProgram::typical_rows() const { return rows_per_token() > 0 ? rows_per_token() * 512 : rows_fixed(); }
 
+int64_t RowProgram::reduced_length() const { return column_form() ? lead[static_cast<size_t>(reduce_lead)] : cols; }
+int64_t RowProgram::inner_rows() const { return column_form() ? product(lead, static_cast<size_t>(reduce_lead) + 1, lead.size()) : 1; }
+
+int64_t RowProgram::outer_per_token() const {
+  if (!column_form() || lead[0] != 0) return 0;
+  return product(lead, 1, static_cast<size_t>(reduce_lead));
+}
+
+int64_t RowProgram::outer_fixed() const {
+  if (!column_form()) return 1;
+  return lead[0] == 0 ? 0 : product(lead, 0, static_cast<size_t>(reduce_lead));
+}
+
 ir::DType RowProgram::dtype() const {
-  if (row_step >= 0) {
-    const int x = steps[static_cast<size_t>(row_step)].a;
-    return is_load(x) ? loads[static_cast<size_t>(x)].dtype : step_of(x).dtype;
-  }
+  if (row_step >= 0) return value_dtype(steps[static_cast<size_t>(row_step)].a);
   return stores.empty() ? ir::DType::kF32 : stores.front().dtype;
 }
 
 int RowProgram::max_vector() const {
   size_t narrowest = 4;
   for (const Load& l : loads)
-    if (l.col_stride == 1) narrowest = std::min(narrowest, ir::dtype_size(l.dtype));
+    if (l.kind == LoadKind::kMemory && l.col_stride == 1) narrowest = std::min(narrowest, ir::dtype_size(l.dtype));
   for (const Store& s : stores)
     if (!s.per_row) narrowest = std::min(narrowest, ir::dtype_size(s.dtype));
-  return static_cast<int>(16 / narrowest);
+  return std::min(8, static_cast<int>(16 / narrowest));
 }
 
 int RowProgram::pre_steps() const {
@@ -156,21 +330,37 @@ std::optional<RowProgram> analyze_row_program(const RegionContext& ctx) {
   for (size_t i = 0; i < ctx.size(); ++i) {
     const OpKind op = ctx.node(static_cast<int>(i)).op;
     if (is_pointwise(op)) continue;
-    if (!is_row_op(op) || row_node >= 0) return std::nullopt;
+    if (!analysis::is_row_op(op) || row_node >= 0) return std::nullopt;
     row_node = static_cast<int>(i);
   }
 
-  // The iteration space: [lead..., cols].
+  // The iteration space: [lead..., cols]; the row op's axis.
+  RowProgram p;
   ir::Shape space;
   if (row_node >= 0) {
     const ir::Node& row = ctx.node(row_node);
     space = f.type(row.operands[0]).shape;
     const int64_t rank = static_cast<int64_t>(space.size());
     if (rank == 0) return std::nullopt;
-    if (row.op != OpKind::kRmsNorm) {
-      int64_t axis = row.int_attr("axis", -1);
+    int64_t axis = rank - 1;
+    if (row.op != OpKind::kRmsNorm && row.op != OpKind::kLayerNorm) {
+      axis = row.int_attr("axis", -1);
       if (axis < 0) axis += rank;
-      if (axis != rank - 1) return std::nullopt;  // only the last axis is a row
+    }
+    if (axis != rank - 1) {
+      // The column form: reductions and scans over a leading axis of static length (not T).
+      if (!reduces(row.op) && !scans(row.op)) return std::nullopt;
+      if (!space[static_cast<size_t>(axis)].is_static()) return std::nullopt;
+      p.reduce_lead = static_cast<int>(axis);
+    }
+    const ir::Shape& result = f.type(row.result).shape;
+    if (reduces(row.op)) {
+      ir::Shape dropped = space, kept = space;
+      dropped.erase(dropped.begin() + axis);
+      kept[static_cast<size_t>(axis)] = ir::Dim::of(1);
+      if (result != dropped && result != kept) return std::nullopt;
+    } else if (result != space) {
+      return std::nullopt;
     }
   } else {
     if (region.outputs.empty()) return std::nullopt;
@@ -178,116 +368,48 @@ std::optional<RowProgram> analyze_row_program(const RegionContext& ctx) {
     for (ir::ValueId out : region.outputs)
       if (f.type(out).shape != space) return std::nullopt;
   }
-  RowProgram p;
-  if (!space.empty()) {
-    if (!space.back().is_static() || space.back().value <= 0) return std::nullopt;
-    p.cols = space.back().value;
-    for (size_t d = 0; d + 1 < space.size(); ++d) {
-      const ir::Dim& dim = space[d];
-      if (dim.is_static()) {
-        if (dim.value <= 0) return std::nullopt;
-        p.lead.push_back(dim.value);
-      } else if (d == 0 && dim.symbol == ir::Symbol::kT) {
-        p.lead.push_back(0);
-      } else {
-        return std::nullopt;
-      }
-    }
+  ProgramBuilder builder(ctx, p, space);
+  if (!builder.set_space()) return std::nullopt;
+  for (size_t i = 0; i < ctx.size(); ++i)
+    if (!builder.add(ctx.node(static_cast<int>(i)), static_cast<int>(i) == row_node)) return std::nullopt;
+  if (row_node >= 0) {
+    const RowProgram::Step& row = p.steps[static_cast<size_t>(p.row_step)];
+    const bool arg = row.op == OpKind::kArgmax || row.op == OpKind::kArgmin;
+    if (arg ? row.dtype != ir::DType::kI32 : !ir::is_float(row.dtype)) return std::nullopt;
   }
-  const ir::Shape row_shape(space.begin(), space.empty() ? space.end() : space.end() - 1);
-
-  // Walk the nodes. Step operands are kept as (is_load, index) until the loads are all known.
-  struct Ref {
-    bool load;
-    int index;
-  };
-  std::map<ir::ValueId, int> step_of_value;
-  std::vector<std::pair<Ref, Ref>> operands;
-  auto load_ref = [&](ir::ValueId value) -> std::optional<Ref> {
-    auto ext = external_operand(ctx, value);
-    if (!ext || !is_float_dtype(ext->second.dtype)) return std::nullopt;
-    auto strides = broadcast_strides(ext->second.shape, space);
-    if (!strides) return std::nullopt;
-    RowProgram::Load load;
-    load.slot = ext->first;
-    load.dtype = ext->second.dtype;
-    load.col_stride = space.empty() ? 0 : strides->back();
-    if (p.cols == 1) load.col_stride = 0;
-    load.row_strides.assign(strides->begin(), strides->empty() ? strides->end() : strides->end() - 1);
-    for (size_t i = 0; i < p.loads.size(); ++i) {
-      const auto& l = p.loads[i];
-      if (l.slot == load.slot && l.dtype == load.dtype && l.row_strides == load.row_strides && l.col_stride == load.col_stride)
-        return Ref{true, static_cast<int>(i)};
-    }
-    p.loads.push_back(load);
-    return Ref{true, static_cast<int>(p.loads.size()) - 1};
-  };
-  for (size_t i = 0; i < ctx.size(); ++i) {
-    const ir::Node& node = ctx.node(static_cast<int>(i));
-    RowProgram::Step step;
-    step.op = node.op;
-    step.dtype = f.type(node.result).dtype;
-    Ref refs[2] = {{false, -1}, {false, -1}};
-    if (node.operands.size() > 2) return std::nullopt;
-    for (size_t k = 0; k < node.operands.size(); ++k) {
-      const ir::ValueId v = node.operands[k];
-      if (auto it = step_of_value.find(v); it != step_of_value.end()) {
-        refs[k] = Ref{false, it->second};
-        const RowProgram::Step& source = p.steps[static_cast<size_t>(it->second)];
-        if (source.post || it->second == p.row_step) step.post = true;
-        continue;
-      }
-      auto ref = load_ref(v);
-      if (!ref) return std::nullopt;  // also: an intermediate read through a view
-      refs[k] = *ref;
-    }
-    const bool is_row = static_cast<int>(i) == row_node;
-    const ir::Shape& result_shape = f.type(node.result).shape;
-    if (is_row) {
-      if (step.post) return std::nullopt;  // cannot happen for a single row op; kept as a guard
-      const bool reduces = node.op != OpKind::kRmsNorm && node.op != OpKind::kSoftmax;
-      if (reduces) {
-        ir::Shape keep = row_shape;
-        keep.push_back(ir::Dim::of(1));
-        if (result_shape != row_shape && result_shape != keep) return std::nullopt;
-        if (node.op == OpKind::kArgmax ? step.dtype != ir::DType::kI32 : !is_float_dtype(step.dtype)) return std::nullopt;
-      } else if (!is_float_dtype(step.dtype)) {
-        return std::nullopt;
-      }
-      if (node.op == OpKind::kRmsNorm) p.eps = static_cast<float>(node.float_attr("eps"));
-      p.row_step = static_cast<int>(p.steps.size());
-    } else {
-      if (!is_float_dtype(step.dtype) || !broadcast_strides(result_shape, space)) return std::nullopt;
-      if (step.post && p.row_step >= 0 && p.steps[static_cast<size_t>(p.row_step)].op != OpKind::kRmsNorm &&
-          p.steps[static_cast<size_t>(p.row_step)].op != OpKind::kSoftmax)
-        return std::nullopt;  // nothing follows a reduction inside the region
-    }
-    step_of_value[node.result] = static_cast<int>(p.steps.size());
-    operands.push_back({refs[0], refs[1]});
-    p.steps.push_back(step);
-  }
-  const int loads = static_cast<int>(p.loads.size());
-  auto value = [&](Ref r) { return r.index < 0 ? -1 : r.load ? r.index : loads + r.index; };
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    p.steps[s].a = value(operands[s].first);
-    p.steps[s].b = value(operands[s].second);
-  }
-
-  for (ir::ValueId out : region.outputs) {
-    auto it = step_of_value.find(out);
-    if (it == step_of_value.end()) return std::nullopt;
-    RowProgram::Store store;
-    store.value = loads + it->second;
-    store.slot = ctx.slot_of(out);
-    store.dtype = f.type(out).dtype;
-    store.per_row = it->second == p.row_step && p.row_op() != OpKind::kRmsNorm && p.row_op() != OpKind::kSoftmax;
-    if (store.slot.rfind("out", 0) != 0) return std::nullopt;
-    if (!store.per_row && f.type(out).shape != space) return std::nullopt;  // outputs cover the whole space
-    p.stores.push_back(store);
-  }
+  if (!builder.finish(region.outputs)) return std::nullopt;
   return p;
 }
 
+std::optional<RowProgram> analyze_pointwise_tail(const RegionContext& ctx, size_t first, const ir::Shape& space,
+                                                 const std::vector<VirtualLoad>& virtual_loads) {
+  RowProgram p;
+  ProgramBuilder builder(ctx, p, space);
+  if (!builder.set_space()) return std::nullopt;
+  for (const VirtualLoad& v : virtual_loads)
+    if (!builder.add_virtual(v)) return std::nullopt;
+  for (size_t i = first; i < ctx.size(); ++i) {
+    const ir::Node& node = ctx.node(static_cast<int>(i));
+    if (!is_pointwise(node.op) || !builder.add(node, false)) return std::nullopt;
+  }
+  if (!builder.finish(ctx.region->outputs)) return std::nullopt;
+  return p;
+}
+
+namespace {
+
+int64_t bits(double v) { return std::bit_cast<int64_t>(v); }
+double from_bits(int64_t v) { return std::bit_cast<double>(v); }
+
+int64_t fact_or(const std::map<std::string, int64_t>& facts, const std::string& key, int64_t fallback) {
+  auto it = facts.find(key);
+  return it == facts.end() ? fallback : it->second;
+}
+
+}  // namespace
+
+// Facts that only the newer ops need are written when they differ from their defaults, so programs
+// of the original op set keep their encoding (and their kernels' names).
 void encode_row_program(const RowProgram& p, Match& m) {
   auto& f = m.facts;
   f["cols"] = p.cols;
@@ -295,22 +417,36 @@ void encode_row_program(const RowProgram& p, Match& m) {
   for (size_t d = 0; d < p.lead.size(); ++d) f["lead" + std::to_string(d)] = p.lead[d];
   f["rows_per_token"] = p.rows_per_token();
   f["rows_fixed"] = p.rows_fixed();
+  if (p.column_form()) {
+    f["reduce_lead"] = p.reduce_lead;
+    f["outer_per_token"] = p.outer_per_token();
+    f["outer_fixed"] = p.outer_fixed();
+  }
   f["loads"] = static_cast<int64_t>(p.loads.size());
   for (size_t i = 0; i < p.loads.size(); ++i) {
+    const RowProgram::Load& load = p.loads[i];
     const std::string k = "load" + std::to_string(i);
-    m.roles[k] = p.loads[i].slot;
-    f[k + ".dtype"] = static_cast<int64_t>(p.loads[i].dtype);
-    f[k + ".cs"] = p.loads[i].col_stride;
-    for (size_t d = 0; d < p.loads[i].row_strides.size(); ++d) f[k + ".rs" + std::to_string(d)] = p.loads[i].row_strides[d];
+    if (load.kind == RowProgram::LoadKind::kMemory) m.roles[k] = load.slot;
+    if (load.kind != RowProgram::LoadKind::kMemory) f[k + ".kind"] = static_cast<int64_t>(load.kind);
+    if (load.value != 0) f[k + ".value"] = bits(load.value);
+    if (load.step != 0) f[k + ".step"] = bits(load.step);
+    f[k + ".dtype"] = static_cast<int64_t>(load.dtype);
+    f[k + ".cs"] = load.col_stride;
+    for (size_t d = 0; d < load.row_strides.size(); ++d) f[k + ".rs" + std::to_string(d)] = load.row_strides[d];
   }
   f["steps"] = static_cast<int64_t>(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); ++s) {
+    const RowProgram::Step& step = p.steps[s];
     const std::string k = "step" + std::to_string(s);
-    f[k + ".op"] = static_cast<int64_t>(p.steps[s].op);
-    f[k + ".a"] = p.steps[s].a;
-    f[k + ".b"] = p.steps[s].b;
-    f[k + ".dtype"] = static_cast<int64_t>(p.steps[s].dtype);
-    f[k + ".post"] = p.steps[s].post;
+    f[k + ".op"] = static_cast<int64_t>(step.op);
+    f[k + ".a"] = step.a;
+    f[k + ".b"] = step.b;
+    if (step.c != -1) f[k + ".c"] = step.c;
+    if (step.p0 != 0) f[k + ".p0"] = bits(step.p0);
+    if (step.p1 != 0) f[k + ".p1"] = bits(step.p1);
+    if (step.flags != 0) f[k + ".flags"] = step.flags;
+    f[k + ".dtype"] = static_cast<int64_t>(step.dtype);
+    f[k + ".post"] = step.post;
   }
   f["stores"] = static_cast<int64_t>(p.stores.size());
   for (size_t j = 0; j < p.stores.size(); ++j) {
@@ -321,9 +457,7 @@ void encode_row_program(const RowProgram& p, Match& m) {
     f[k + ".per_row"] = p.stores[j].per_row;
   }
   f["row_step"] = p.row_step;
-  uint32_t bits = 0;
-  std::memcpy(&bits, &p.eps, sizeof(bits));
-  f["eps_bits"] = bits;
+  f["eps_bits"] = std::bit_cast<uint32_t>(p.eps);
 }
 
 RowProgram decode_row_program(const Match& m) {
@@ -331,10 +465,14 @@ RowProgram decode_row_program(const Match& m) {
   RowProgram p;
   p.cols = f.at("cols");
   for (int64_t d = 0; d < f.at("lead_n"); ++d) p.lead.push_back(f.at("lead" + std::to_string(d)));
+  p.reduce_lead = static_cast<int>(fact_or(f, "reduce_lead", -1));
   for (int64_t i = 0; i < f.at("loads"); ++i) {
     const std::string k = "load" + std::to_string(i);
     RowProgram::Load load;
-    load.slot = m.roles.at(k);
+    load.kind = static_cast<RowProgram::LoadKind>(fact_or(f, k + ".kind", 0));
+    if (load.kind == RowProgram::LoadKind::kMemory) load.slot = m.roles.at(k);
+    load.value = from_bits(fact_or(f, k + ".value", 0));
+    load.step = from_bits(fact_or(f, k + ".step", 0));
     load.dtype = static_cast<ir::DType>(f.at(k + ".dtype"));
     load.col_stride = f.at(k + ".cs");
     for (size_t d = 0; d < p.lead.size(); ++d) load.row_strides.push_back(f.at(k + ".rs" + std::to_string(d)));
@@ -346,6 +484,10 @@ RowProgram decode_row_program(const Match& m) {
     step.op = static_cast<ir::OpKind>(f.at(k + ".op"));
     step.a = static_cast<int>(f.at(k + ".a"));
     step.b = static_cast<int>(f.at(k + ".b"));
+    step.c = static_cast<int>(fact_or(f, k + ".c", -1));
+    step.p0 = from_bits(fact_or(f, k + ".p0", 0));
+    step.p1 = from_bits(fact_or(f, k + ".p1", 0));
+    step.flags = static_cast<int>(fact_or(f, k + ".flags", 0));
     step.dtype = static_cast<ir::DType>(f.at(k + ".dtype"));
     step.post = f.at(k + ".post") != 0;
     p.steps.push_back(step);
@@ -360,8 +502,7 @@ RowProgram decode_row_program(const Match& m) {
     p.stores.push_back(store);
   }
   p.row_step = static_cast<int>(f.at("row_step"));
-  const uint32_t bits = static_cast<uint32_t>(f.at("eps_bits"));
-  std::memcpy(&p.eps, &bits, sizeof(bits));
+  p.eps = std::bit_cast<float>(static_cast<uint32_t>(f.at("eps_bits")));
   return p;
 }
 
@@ -380,127 +521,6 @@ std::string row_program_digest(const Match& m) {
   return buffer;
 }
 
-std::vector<RowGeometryChoice> row_geometries(int64_t cols, int64_t typical_rows, const std::vector<int>& vecs,
-                                              int max_elems, const DeviceProfile& device) {
-  std::vector<RowGeometryChoice> out;
-  const int max_threads = std::min(1024, device.max_threads_per_block);
-  for (int vec : vecs) {
-    if (vec < 1 || cols % vec != 0) continue;
-    for (int tpr = 1; tpr <= max_threads; tpr *= 2) {
-      if (static_cast<int64_t>(tpr) * vec > cols) break;  // a thread without a vector to move
-      const int64_t step = static_cast<int64_t>(tpr) * vec;
-      const int chunks = static_cast<int>((cols + step - 1) / step);
-      if (chunks * vec > max_elems) continue;
-      for (int rows = 1; rows <= 32; rows *= 2) {
-        const int threads = tpr * rows;
-        if (threads % 32 != 0) continue;
-        if (threads > max_threads) break;
-        if (rows > 1 && rows > typical_rows && (rows / 2) * tpr >= 32) break;  // rows the grid never fills
-        if (threads > 512 && rows > 1) break;
-        out.push_back(RowGeometryChoice{tpr, vec, rows, chunks});
-      }
-    }
-  }
-  return out;
-}
-
-double row_geometry_score(const RowGeometryChoice& g, int max_vec, int64_t typical_rows, const DeviceProfile& device,
-                          std::vector<std::string>* notes) {
-  const int64_t blocks = (typical_rows + g.rows - 1) / g.rows;
-  const int threads = g.tpr * g.rows;
-  const bool few_rows = typical_rows < device.multiprocessors;
-  // Full 16-byte accesses move the most bytes per instruction.
-  const double vec_pref = g.vec >= max_vec ? 1.0 : g.vec * 2 >= max_vec ? 0.85 : 0.6;
-  // With few rows the latency is a thread's serial share of one row: one chunk is best. With many
-  // rows a few chunks per thread put more bytes in flight at no cost.
-  const double chunk_pref = few_rows ? 1.0 / (1.0 + 0.15 * (g.chunks - 1))
-                                     : g.chunks <= 4 ? 1.0 - 0.02 * (g.chunks - 1) : 0.9 - 0.01 * g.chunks;
-  // A row wider than a warp pays a shared-memory round and two barriers per reduction.
-  const double reduce_pref = g.tpr <= 32 ? 1.0 : g.tpr <= 256 ? 0.97 : g.tpr == 512 ? 0.93 : 0.9;
-  const double block_pref = threads >= 128 && threads <= 512 ? 1.0 : threads == 64 || threads == 1024 ? 0.95 : 0.9;
-  // Enough blocks for two per SM, where there are rows to give them.
-  const double fill = few_rows ? 1.0 : std::min(1.0, static_cast<double>(blocks) / (2.0 * device.multiprocessors));
-  if (notes) {
-    char text[200];
-    std::snprintf(text, sizeof(text), "%d threads/row x %d rows/block, %d chunk(s) of %d per thread; %lld blocks at %lld rows",
-                  g.tpr, g.rows, g.chunks, g.vec, static_cast<long long>(blocks), static_cast<long long>(typical_rows));
-    notes->push_back(text);
-    if (g.vec < max_vec) notes->push_back("narrower than 16-byte accesses");
-    if (!few_rows && fill < 1.0) notes->push_back("fewer than 2 blocks per SM at this row count");
-  }
-  return fill * vec_pref * chunk_pref * reduce_pref * block_pref;
-}
-
-RowGeometryChoice conservative_row_geometry(int64_t cols, int max_elems) {
-  int tpr = 32;
-  while (tpr < 1024 && (cols + tpr - 1) / tpr > max_elems) tpr *= 2;
-  return RowGeometryChoice{tpr, 1, 1, static_cast<int>((cols + tpr - 1) / tpr)};
-}
-
-std::vector<RowSplitChoice> row_split_geometries(int64_t cols, int64_t typical_rows, int vec, const DeviceProfile& device) {
-  std::vector<RowSplitChoice> out;
-  if (typical_rows >= device.multiprocessors || cols < 4096 || vec < 1 || cols % vec != 0) return out;
-  for (int split = 4; split <= 256; split *= 2) {
-    if (typical_rows * split > 4 * device.multiprocessors) break;
-    const int64_t slice = ((cols + split - 1) / split + vec - 1) / vec * vec;
-    for (int tpr : {32, 64, 128, 256, 512}) {
-      if (tpr > device.max_threads_per_block || slice < static_cast<int64_t>(tpr) * vec) continue;
-      const int steps = static_cast<int>((slice + static_cast<int64_t>(tpr) * vec - 1) / (static_cast<int64_t>(tpr) * vec));
-      out.push_back(RowSplitChoice{tpr, vec, split, steps});
-    }
-  }
-  return out;
-}
-
-double row_split_score(const RowSplitChoice& g, int64_t typical_rows, const DeviceProfile& device,
-                       std::vector<std::string>* notes) {
-  const int64_t blocks = typical_rows * g.split;
-  const double fill = std::min(1.0, static_cast<double>(blocks) / device.multiprocessors);
-  // A few vectors per thread keep loads in flight; many make the slice a serial loop.
-  const double step_pref = g.steps >= 2 && g.steps <= 8 ? 1.0 : g.steps == 1 ? 0.95 : std::sqrt(8.0 / g.steps);
-  const double reduce_pref = g.tpr <= 32 ? 1.0 : g.tpr <= 256 ? 0.97 : 0.93;
-  if (notes) {
-    char text[200];
-    std::snprintf(text, sizeof(text), "split: %d blocks of %d threads per row, %d vector(s) of %d per thread; %lld blocks in all",
-                  g.split, g.tpr, g.steps, g.vec, static_cast<long long>(blocks));
-    notes->push_back(text);
-    notes->push_back("second launch combines the partials (workspace)");
-  }
-  return 0.95 * fill * step_pref * reduce_pref;  // 0.95: the second launch
-}
-
-std::string rows_tag(int64_t rows_per_token, int64_t rows_fixed) {
-  if (rows_per_token == 0) return "m" + std::to_string(rows_fixed);
-  std::string tag = "m" + (rows_per_token == 1 ? std::string() : std::to_string(rows_per_token)) + "T";
-  return rows_fixed == 0 ? tag : tag + "p" + std::to_string(rows_fixed);
-}
-
-std::string eps_tag(float eps) {
-  for (int k = 1; k <= 12; ++k)
-    if (eps == static_cast<float>(std::pow(10.0, -k))) return "e" + std::to_string(k);
-  uint32_t bits = 0;
-  std::memcpy(&bits, &eps, sizeof(bits));
-  char buffer[16];
-  std::snprintf(buffer, sizeof(buffer), "ex%08x", bits);
-  return buffer;
-}
-
-Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel) {
-  Launch launch;
-  launch.kernel = kernel;
-  launch.grid_x = Extent{match.facts.at("rows_per_token"), match.facts.at("rows_fixed"), params.at("rows")};
-  launch.block_x = static_cast<int>(params.at("tpr") * params.at("rows"));
-  return launch;
-}
-
-int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes) {
-  return params.count("split") ? match.facts.at("rows_per_token") * params.at("split") * bytes : 0;
-}
-
-int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t bytes) {
-  return params.count("split") ? match.facts.at("rows_fixed") * params.at("split") * bytes : 0;
-}
-
 Match row_program_match(const RowProgram& program, const std::string& variant) {
   Match m;
   m.variant = variant;
@@ -508,16 +528,6 @@ Match row_program_match(const RowProgram& program, const std::string& variant) {
   m.out_dtype = program.stores.front().dtype;
   encode_row_program(program, m);
   return m;
-}
-
-TemplateFamily::Choice row_fallback_choice(int64_t cols, const std::string& note, const ParamSet& extra) {
-  const RowGeometryChoice safe = conservative_row_geometry(cols, 16);
-  TemplateFamily::Choice fallback;
-  fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
-  for (const auto& [key, value] : extra) fallback.params[key] = value;
-  fallback.score = 0.01;
-  fallback.notes = {note};
-  return fallback;
 }
 
 }  // namespace agentcompile::plan

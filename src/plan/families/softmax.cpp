@@ -1,5 +1,5 @@
-// Softmax family (src/kernels/softmax.cuh): fusion regions with one stable softmax over the last
-// axis and pointwise ops before and after it, as a generated row program. Rows that fit in
+// Softmax family (src/kernels/softmax.cuh): fusion regions with one stable softmax or log_softmax
+// over the last axis and pointwise ops before and after it, as a generated row program. Rows that fit in
 // registers are read once (cache=1); longer rows are streamed twice (cache=0), and few long rows
 // are split across blocks (split=N, two launches).
 #include <sstream>
@@ -20,7 +20,8 @@ class SoftmaxFamily final : public TemplateFamily {
 
   std::optional<Match> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
-    if (!program || !program->has_row_op() || program->row_op() != ir::OpKind::kSoftmax) return std::nullopt;
+    if (!program || !program->has_row_op()) return std::nullopt;
+    if (program->row_op() != ir::OpKind::kSoftmax && program->row_op() != ir::OpKind::kLogSoftmax) return std::nullopt;
     if (program->cols > (int64_t{1} << 24)) return std::nullopt;
     return row_program_match(*program, "rows");
   }
@@ -32,7 +33,7 @@ class SoftmaxFamily final : public TemplateFamily {
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
     // Register-resident rows: one read.
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec, max_vec / 2}, max_elems, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), max_elems, device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}, {"cache", 1}};
       c.score = row_geometry_score(g, max_vec, p.typical_rows(), device, &c.notes);
@@ -40,7 +41,7 @@ class SoftmaxFamily final : public TemplateFamily {
       out.push_back(std::move(c));
     }
     // Streamed rows: any length, two reads; wide rows only (short ones are better cached).
-    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {max_vec}, 1 << 30, device)) {
+    for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {row_vector_widths(p.cols, max_vec).front()}, 1 << 30, device)) {
       if (g.chunks * g.vec <= max_elems && !out.empty()) continue;
       if (g.tpr < 128 && p.cols >= 4096) continue;
       Choice c;
@@ -51,7 +52,7 @@ class SoftmaxFamily final : public TemplateFamily {
       c.notes.push_back("row streamed twice: online max/sum, then normalize");
       out.push_back(std::move(c));
     }
-    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), max_vec, device)) {
+    for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
       Choice c;
       c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);

@@ -1,0 +1,182 @@
+// What nothing recognizes still compiles, without a GPU: every module of primitive_modules.h (the
+// KernelBench-style problems as primitive ops), in f32 and f16, forms regions that some template
+// family implements on an H200 and on an A100 (a bounded, ranked space with one fallback per family,
+// every launch within the device's limits), the families each problem needs are among them, and
+// every candidate renders and compiles with NVRTC for sm_90a and sm_80. A region nothing implements
+// is an error that names the op, its types and the model's source line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "analysis/regions.h"
+#include "analysis/summary.h"
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/render.h"
+#include "plan/planner.h"
+#include "primitive_modules.h"
+
+namespace agentcompile {
+namespace {
+
+struct Planned {
+  std::vector<plan::RegionPlan> plans;
+  analysis::RegionPartition partition;
+};
+
+Planned plan_module(const ir::Module& module, const std::string& device) {
+  const ir::Function& function = module.functions.front();
+  Planned out;
+  out.partition = analysis::form_regions(module, function);
+  auto unique = analysis::unique_regions(module, function, out.partition, {64, 256});
+  auto profile = plan::named_device_profile(device);
+  out.plans = plan::plan_function(module, function, out.partition, unique, *profile, plan::PlannerOptions{});
+  return out;
+}
+
+ir::Module parse(const testing::PrimitiveModule& m, ir::DType dtype) {
+  auto module = ir::parse_module(testing::with_dtype(m.text, dtype), m.name);
+  EXPECT_TRUE(module.has_value()) << m.name << ": " << module.status().to_string();
+  return module ? std::move(module).value() : ir::Module{};
+}
+
+std::string label(const testing::PrimitiveModule& m, ir::DType dtype) { return m.name + " " + std::string(ir::dtype_name(dtype)); }
+
+TEST(PrimitiveFamilies, EveryRegionOfEveryProblemIsImplemented) {
+  for (const auto& m : testing::primitive_modules())
+    for (ir::DType dtype : m.dtypes)
+      for (const char* device : {"h200", "a100"}) {
+        const ir::Module module = parse(m, dtype);
+        if (module.functions.empty()) continue;
+        const std::string where = label(m, dtype) + " on " + device + " (" + m.kernelbench + ")";
+        const auto planned = plan_module(module, device);
+        std::set<std::string> families;
+        for (const auto& plan : planned.plans) {
+          SCOPED_TRACE(where + " r" + std::to_string(plan.unique_id));
+          ASSERT_FALSE(plan.candidates.empty()) << plan.unplanned_reason;
+          EXPECT_TRUE(plan.unplanned_reason.empty());
+          std::map<std::string, int> fallbacks;
+          for (const auto& c : plan.candidates) {
+            families.insert(c.family);
+            fallbacks[c.family] += c.fallback;
+            EXPECT_FALSE(c.notes.empty()) << c.name() << " has no reason for its rank";
+            for (const auto& launch : c.launches) {
+              if (launch.library) continue;
+              EXPECT_LE(launch.block_x, 1024) << launch.kernel;
+              EXPECT_EQ(launch.block_x % 32, 0) << launch.kernel;
+              EXPECT_GE(launch.grid_x.at(64), 1) << launch.kernel;
+              EXPECT_LT(launch.grid_y.at(64), 65536) << launch.kernel;
+            }
+          }
+          for (const auto& [family, count] : fallbacks) EXPECT_LE(count, 1) << family << " offers two fallbacks";
+          int with_fallback = 0;
+          for (const auto& [family, count] : fallbacks) with_fallback += count;
+          EXPECT_GE(with_fallback, 1) << "no fallback candidate";
+          for (size_t i = 1; i < plan.candidates.size(); ++i) EXPECT_GE(plan.candidates[i - 1].score, plan.candidates[i].score);
+        }
+        for (const auto& family : m.families) EXPECT_TRUE(families.count(family)) << where << ": no region taken by " << family;
+      }
+}
+
+// The regions the rules promise: one row op per fusion region, operand transposes inside the GEMM's
+// region, epilogues with their GEMM, a reduction's readers in a region of their own.
+TEST(PrimitiveFamilies, RegionsFollowTheRules) {
+  std::map<std::string, std::vector<std::string>> expected = {
+      {"matmul_transposed", {"matmul: transpose transpose matmul"}},
+      {"gemm_swish_clamp_tanh", {"matmul: linear sigmoid mul div clamp tanh gelu"}},
+      {"gemm_gelu_softmax", {"matmul: linear gelu", "fusion: softmax"}},
+      {"triu_matmul", {"matmul: matmul sub ge where"}},
+      {"l2_norm", {"fusion: mul reduce_sum", "fusion: sqrt div"}},
+      {"cumsum_reverse", {"copy: flip", "fusion: cumsum", "copy: flip"}},
+      {"cumsum_exclusive", {"copy: slice", "fusion: cumsum", "copy: concat"}},
+      {"cross_entropy", {"fusion: log_softmax", "gather: gather", "fusion: neg", "fusion: reduce_mean"}},
+      {"frobenius", {"fusion: mul", "fusion: reduce_sum", "fusion: sqrt div"}},
+  };
+  for (const auto& m : testing::primitive_modules()) {
+    auto it = expected.find(m.name);
+    if (it == expected.end()) continue;
+    const ir::Module module = parse(m, ir::DType::kF32);
+    const ir::Function& f = module.functions.front();
+    std::vector<std::string> regions;
+    for (const auto& region : analysis::form_regions(module, f).regions) {
+      std::string text = std::string(analysis::region_kind_name(region.kind)) + ":";
+      for (int n : region.nodes) text += " " + std::string(ir::op_name(f.nodes[static_cast<size_t>(n)].op));
+      regions.push_back(text);
+    }
+    EXPECT_EQ(regions, it->second) << m.name;
+  }
+}
+
+TEST(PrimitiveFamilies, CandidatesCompileWithNvrtc) {
+  auto include = codegen::cuda_include_dir();
+  if (!include) GTEST_SKIP() << include.status().to_string();
+  for (const auto& [arch, device] : {std::pair{"sm_90a", "h200"}, std::pair{"sm_80", "a100"}}) {
+    std::map<std::string, std::string> sources;
+    for (const auto& m : testing::primitive_modules())
+      for (ir::DType dtype : m.dtypes) {
+        const ir::Module module = parse(m, dtype);
+        if (module.functions.empty()) continue;
+        for (const auto& plan : plan_module(module, device).plans)
+          for (const auto& c : plan.candidates) {
+            if (!codegen::has_generated_launch(c)) continue;
+            auto source = codegen::render_source(c);
+            ASSERT_TRUE(source.has_value()) << source.status().to_string();
+            auto [at, fresh] = sources.emplace(c.name(), *source);
+            EXPECT_TRUE(fresh || at->second == *source) << "two sources named " << c.name();
+          }
+      }
+    std::vector<codegen::CompileJob> jobs;
+    for (const auto& [name, source] : sources) jobs.push_back({name, source});
+    codegen::NvrtcOptions options;
+    options.arch = arch;
+    options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
+    auto results = codegen::compile_all(jobs, options);
+    ASSERT_TRUE(results.has_value()) << results.status().to_string();
+    for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+  }
+}
+
+// The library calls say what cuBLAS does with a transposed operand: a flag and a leading dimension,
+// never a copy; a batched matmul is one strided-batched call.
+TEST(PrimitiveFamilies, TransposedAndBatchedGemmsAreOneLibraryCall) {
+  for (const auto& m : testing::primitive_modules()) {
+    if (m.name != "matmul_transposed" && m.name != "bmm") continue;
+    const ir::Module module = parse(m, ir::DType::kF32);
+    const auto planned = plan_module(module, "h200");
+    ASSERT_EQ(planned.plans.size(), 1u) << m.name;
+    const plan::Candidate& c = planned.plans.front().candidates.front();
+    ASSERT_EQ(c.launches.size(), 1u) << c.name();
+    const auto& args = c.launches.front().library_args;
+    EXPECT_EQ(args.at("op"), "gemm_batched");
+    EXPECT_EQ(args.at("c"), "out0");
+    EXPECT_EQ(args.at("ab_dtype"), "f32");
+    if (m.name == "bmm") {
+      EXPECT_EQ(args.at("batch"), "4");
+      EXPECT_EQ(args.at("trans_a") + args.at("trans_b"), "00");
+    } else {
+      EXPECT_EQ(args.at("trans_a") + args.at("trans_b"), "11");
+      EXPECT_EQ(args.at("a"), "in0");
+      EXPECT_EQ(args.at("b"), "in1");
+      EXPECT_EQ(args.at("m") + "x" + args.at("n") + "x" + args.at("k"), "64x80x96");
+    }
+  }
+}
+
+// An op with no kernel at all is an error that names the op, its types and where the model made it.
+TEST(PrimitiveFamilies, UnimplementedRegionNamesOpAndSourceLine) {
+  const std::string text =
+      "module m {\n  func @f(%x: f32[64, 100]) -> (f32[64, 100]) {\n"
+      "    %0 = softmax(%x) {axis = 0} : f32[64, 100] loc \"model.py:17 in forward\"\n    return %0\n  }\n}\n";
+  auto module = ir::parse_module(text, "softmax_axis0");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const auto planned = plan_module(*module, "h200");
+  ASSERT_EQ(planned.plans.size(), 1u);
+  EXPECT_TRUE(planned.plans.front().candidates.empty());
+  EXPECT_EQ(planned.plans.front().unplanned_reason,
+            "no template family implements softmax over axis 0 of f32[64, 100] in a softmax region (model.py:17 in forward)");
+}
+
+}  // namespace
+}  // namespace agentcompile
