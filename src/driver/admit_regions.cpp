@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <limits>
 #include <optional>
 
 #include "analysis/extract.h"
@@ -67,19 +66,6 @@ emit::Selection select_for_bucket(const emit::CompiledRegion& region, size_t tim
                                             fixed(fallback_us, 2) + " us" : "");
   }
   return selection;
-}
-
-// Per timing size: the best median of a timing that ran in full, among `results` (0: none).
-std::vector<double> best_full_medians(const std::vector<const tune::CandidateResult*>& results, size_t sizes) {
-  std::vector<double> best(sizes, 0.0);
-  for (const tune::CandidateResult* r : results) {
-    if (!r->validated) continue;
-    for (size_t s = 0; s < sizes && s < r->timings.size(); ++s) {
-      const tune::Timing& t = r->timings[s];
-      if (!t.stopped_early && t.median_us > 0 && (best[s] == 0 || t.median_us < best[s])) best[s] = t.median_us;
-    }
-  }
-  return best;
 }
 
 // Candidates done and left, for the progress callback.
@@ -219,23 +205,14 @@ Expected<std::vector<search::RegionMeasurement>> admit_regions(const ir::Module&
     auto admit = [&](const std::vector<int>& indices) -> Expected<std::vector<tune::CandidateResult>> {
       std::vector<tune::CandidateResult> results(indices.size());
       std::vector<bool> known(indices.size(), false);
-      if (file && !options.retune) {
-        for (size_t k = 0; k < indices.size(); ++k) {
-          const size_t i = static_cast<size_t>(indices[k]);
-          if (auto stored = tune::find_result(*file, key, region.plan.candidates[i], fingerprints[r][i], work.options.timing)) {
-            results[k] = std::move(*stored);
+      if (file) {
+        auto stored = tune::stored_results(*file, key, region.plan.candidates, fingerprints[r], indices, work.options.timing,
+                                           region.results, margin, options.retune);
+        for (size_t k = 0; k < indices.size(); ++k)
+          if (stored[k]) {
+            results[k] = std::move(*stored[k]);
             known[k] = true;
           }
-        }
-        // What this compile knows so far: earlier batches of the region and this batch's stored results.
-        std::vector<const tune::CandidateResult*> knowns;
-        for (const auto& result : region.results) knowns.push_back(&result);
-        for (size_t k = 0; k < indices.size(); ++k)
-          if (known[k]) knowns.push_back(&results[k]);
-        const std::vector<double> best = best_full_medians(knowns, work.options.timing.size());
-        for (size_t k = 0; k < indices.size(); ++k)
-          for (size_t s = 0; known[k] && s < results[k].timings.size(); ++s)
-            if (!tune::stored_timing_stands(results[k].timings[s], best[s], margin)) known[k] = false;
       }
       std::vector<int> misses;
       std::vector<size_t> position;

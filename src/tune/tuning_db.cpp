@@ -181,4 +181,38 @@ bool stored_timing_stands(const Timing& timing, double best_us, double margin) {
   return clearly_behind({timing.fastest_us}, best_us, margin);
 }
 
+std::vector<std::optional<CandidateResult>> stored_results(const TuningFile& file, const RegionTuningKey& key,
+                                                           const std::vector<plan::Candidate>& candidates,
+                                                           const std::vector<std::string>& fingerprints, const std::vector<int>& indices,
+                                                           const std::vector<RegionBindings>& sizes,
+                                                           const std::vector<CandidateResult>& earlier, double margin, bool retune) {
+  std::vector<std::optional<CandidateResult>> stored(indices.size());
+  if (retune) return stored;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const size_t i = static_cast<size_t>(indices[k]);
+    if (i < candidates.size() && i < fingerprints.size()) stored[k] = find_result(file, key, candidates[i], fingerprints[i], sizes);
+  }
+  // The best full median per size among what this compile knows: the bar early stops are held to.
+  std::vector<double> best(sizes.size(), 0.0);
+  auto consider = [&](const CandidateResult& r) {
+    if (!r.validated) return;
+    for (size_t s = 0; s < sizes.size() && s < r.timings.size(); ++s) {
+      const Timing& t = r.timings[s];
+      if (!t.stopped_early && t.median_us > 0 && (best[s] == 0 || t.median_us < best[s])) best[s] = t.median_us;
+    }
+  };
+  for (const auto& r : earlier) consider(r);
+  for (const auto& r : stored)
+    if (r) consider(*r);
+  for (auto& r : stored) {
+    if (!r) continue;
+    for (size_t s = 0; s < r->timings.size() && s < best.size(); ++s)
+      if (!stored_timing_stands(r->timings[s], best[s], margin)) {
+        r.reset();
+        break;
+      }
+  }
+  return stored;
+}
+
 }  // namespace agentcompile::tune

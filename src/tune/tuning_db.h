@@ -107,4 +107,14 @@ void put_result(TuningFile& file, const RegionTuningKey& key, const std::string&
 // among this compile's results. A timing that ran in full always stands.
 bool stored_timing_stands(const Timing& timing, double best_us, double margin);
 
+// What the database gives one batch of a region's admission: per candidate of `indices`, its stored
+// result (find_result) when every stored timing that stopped early stands against the best full
+// median at its size among `earlier` (this compile's results for the region so far) and the batch's
+// stored results; nullopt where the candidate must be measured. With `retune`, nothing.
+std::vector<std::optional<CandidateResult>> stored_results(const TuningFile& file, const RegionTuningKey& key,
+                                                           const std::vector<plan::Candidate>& candidates,
+                                                           const std::vector<std::string>& fingerprints, const std::vector<int>& indices,
+                                                           const std::vector<RegionBindings>& sizes,
+                                                           const std::vector<CandidateResult>& earlier, double margin, bool retune);
+
 }  // namespace agentcompile::tune
