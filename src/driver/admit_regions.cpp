@@ -229,7 +229,8 @@ Expected<std::vector<search::RegionMeasurement>> admit_regions(const ir::Module&
       AC_ASSIGN_OR_RETURN(tune::AdmissionOutcome outcome,
                           worker.admit(r, misses, [&](size_t, const tune::CandidateResult&) { meter.done(false); }));
       times += outcome.times;
-      measured += misses.size();
+      for (int i : misses)  // candidates that did not compile are rejected without the GPU
+        measured += tune::runnable(region.plan.candidates[static_cast<size_t>(i)], region.compiled[static_cast<size_t>(i)]);
       for (size_t j = 0; j < misses.size(); ++j) {
         if (file) tune::put_result(*file, key, fingerprints[r][static_cast<size_t>(misses[j])], outcome.results[j]);
         results[position[j]] = std::move(outcome.results[j]);
