@@ -265,6 +265,7 @@ Expected<AdmissionOutcome> AdmissionWorker::admit(size_t region, const std::vect
   AdmissionOutcome out;
   out.results.resize(indices.size());
   std::vector<bool> reported(indices.size(), false);
+  bool respawned = false;  // a worker found dead while idle is replaced once
   for (size_t k = 0; k < indices.size(); ++k) {
     const size_t i = static_cast<size_t>(indices[k]);
     if (i >= work.candidates->size()) return error(ErrorCode::kInvalidArgument, work.id + " has no candidate " + std::to_string(i));
@@ -348,6 +349,8 @@ Expected<AdmissionOutcome> AdmissionWorker::admit(size_t region, const std::vect
                                            : "fault: worker exited with status " + std::to_string(WEXITSTATUS(wstatus));
       reported[*k] = true;
       if (on_result) on_result(*k, r);
+    } else if (!sent && !respawned) {
+      respawned = true;
     } else if (!progress) {
       return error(ErrorCode::kInternal, "the admission worker (" + work.id + ") ended without reporting" +
                                              (timed_out ? " within " + std::to_string(work.options.setup_timeout_s) + " s" : ""));
