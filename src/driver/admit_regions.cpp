@@ -115,8 +115,8 @@ json chain_key(const std::vector<std::string>& region_keys,
 }  // namespace
 
 json region_tuning_context(const AdmissionContext& context, const analysis::RegionSummary& summary) {
-  return {{"format", tune::kTuningDbFormat}, {"device", context.device}, {"toolkit", context.toolkit}, {"compiler", context.compiler},
-          {"region", summary.signature}};
+  return {{"format", tune::kTuningDbFormat}, {"admission", tune::kAdmissionVersion}, {"device", context.device}, {"toolkit", context.toolkit},
+          {"compiler", context.compiler}, {"region", summary.signature}};
 }
 
 double admission_eta_s(size_t done, size_t reused, size_t total, double elapsed_s) {
@@ -268,8 +268,8 @@ Expected<std::vector<search::RegionMeasurement>> admit_regions(const ir::Module&
       std::to_string(measured) + " measured, " + std::to_string(reused) + " from the tuning database)");
 
   if (options.context_tuning) {
-    const json chain_context = {{"format", tune::kTuningDbFormat}, {"device", context.device}, {"toolkit", context.toolkit},
-                                {"compiler", context.compiler}, {"chains", "decode layer"}};
+    const json chain_context = {{"format", tune::kTuningDbFormat}, {"admission", tune::kAdmissionVersion}, {"device", context.device},
+                                {"toolkit", context.toolkit}, {"compiler", context.compiler}, {"chains", "decode layer"}};
     tune::AdmissionTimes chain_times;
     std::optional<tune::TuningFile> chains;
     if (db) chains = options.retune ? tune::TuningFile(chain_context) : db->load(chain_context, warnings);

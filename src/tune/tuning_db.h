@@ -6,7 +6,7 @@
 // candidate and the sizes: the region's structural signature (analysis/summary.h: ops, attributes,
 // wiring and types, never parameter or layer names, so every model and layer with that region
 // shares the file), the device (name, arch, SMs, L2), the toolkit (NVRTC version), the compiler
-// version and the kernel templates. The caller builds that context; the file is named by its
+// version, the kernel templates and the admission rules (kAdmissionVersion). The caller builds that context; the file is named by its
 // SHA-256 and repeats it, so a foreign or colliding file is noticed. Inside, entries by the SHA-256
 // of their own key, which is kept beside the value:
 //   validation  the candidate's fingerprint, the validation size, seeds and input distributions;
