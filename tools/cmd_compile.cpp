@@ -1,9 +1,12 @@
 // `agentcompile compile MODEL -o OUT`: the whole compiler, with a progress line per stage and a
 // summary table at the end (and the advice outcomes and the advisor ablation when asked for).
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "agentcompile/compiler.h"
 #include "commands.h"
+#include "progress_bar.h"
 #include "plan/device_profile.h"
 
 namespace agentcompile::tools {
@@ -55,9 +58,14 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--max-candidates", options->max_candidates, "Candidates per region")->check(CLI::Range(1, 64));
   cmd->add_flag("--dump-ir", options->dump_ir, "Write the IR and the region listings into OUT/ir");
   cmd->add_flag("--force", options->force, "Recompile even when an up-to-date artifact exists");
-  cmd->add_option("--cache-dir", *cache, "NVRTC and artifact cache (default ~/.cache/agentcompile)");
+  cmd->add_option("--cache-dir", *cache, "NVRTC, artifact and tuning database cache (default ~/.cache/agentcompile)");
   cmd->add_option("--seeds", options->seeds, "Validation seeds (each with 2 input distributions)")->check(CLI::Range(1, 16));
   cmd->add_option("--repetitions", options->repetitions, "Timed repetitions per candidate")->check(CLI::Range(3, 1000));
+  cmd->add_option("--early-stop-margin", options->early_stop_margin,
+                  "Stop timing a candidate whose fastest screening sample is this fraction slower than the best so far (0: time all in full)")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_flag("--retune", options->retune,
+                "Measure every candidate again: do not read the tuning database (CACHE_DIR/tuning; fresh results are stored); implies --force");
   cmd->add_flag("--unfused", options->unfused, "No norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd->add_flag("--cublas-matmuls", options->library_matmuls, "Matmul regions use the cuBLAS fallback only (ablation)");
   cmd->add_flag("-v,--verbose", options->verbose, "A progress line per advisor exchange, with the reply and every rejection");
@@ -67,9 +75,10 @@ void add_compile_command(CLI::App& app) {
     options->output = *output;
     options->cache_dir = *cache;
     options->advisor.cache_dir = *advice_cache;
-    auto summary = compile_model(*options, [](const std::string& line) {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    });
+    ProgressPrinter printer(isatty(STDERR_FILENO) != 0);
+    auto summary = compile_model(
+        *options, [&](const std::string& line) { printer.line(line); },
+        [&](const AdmissionProgress& progress) { printer.admission(progress); });
     if (!summary) fail(summary.status().to_string());
     if (!summary->table.empty()) std::printf("\n%s", summary->table.c_str());
     if (!summary->advice.empty()) std::printf("\n%s\n", summary->advice.c_str());

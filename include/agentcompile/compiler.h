@@ -37,7 +37,7 @@ struct SearchOptions {
 struct CompileOptions {
   std::filesystem::path model;        // HF checkpoint dir, config.json (shapes only) or .gguf
   std::filesystem::path output;       // artifact directory
-  std::filesystem::path cache_dir;    // NVRTC cubins and artifacts; empty: ~/.cache/agentcompile
+  std::filesystem::path cache_dir;    // NVRTC cubins, artifacts and the tuning database; empty: ~/.cache/agentcompile
   std::string device_profile;         // "" : probe the GPU, else a named profile (h100, h200, a100)
   bool no_gpu = false;                // compile only: no admission or timing even if a GPU is present
   int max_candidates = 8;             // per region
@@ -47,6 +47,10 @@ struct CompileOptions {
   int repetitions = 30;               // timed repetitions per candidate and bucket
   bool verbose = false;               // a progress line per advisor exchange, with its reply
   bool context_tuning = true;         // re-pick the decode layer's kernels timed as a chain of the layer (driver/context_tuning.h)
+  // A candidate whose fastest screening sample is this fraction slower than the best median so far
+  // at a size stops timing there (tune::kEarlyStopMargin); 0: every validated candidate is timed in full.
+  double early_stop_margin = 0.25;
+  bool retune = false;                // measure again: the tuning database is not read (fresh results are still stored); implies force
   // Ablations (BENCHMARK.md): what the compiler may not do.
   bool unfused = false;               // no norm or attention prologues, matmul epilogues or horizontal matmul fusion
   bool library_matmuls = false;       // matmul regions run the cuBLAS fallback only (no generated GEMV/GEMM)
@@ -69,10 +73,21 @@ struct CompileSummary {
 // Progress lines ("[3/6] generate: 88 candidates, NVRTC 12.1 s"), one per stage and step.
 using ProgressFn = std::function<void(const std::string&)>;
 
+// Where admission stands, for a progress bar: candidates done of those to admit (each region's
+// search budget; a region that must go on past it raises the total), how many came from the tuning
+// database, and the time left at the pace of the candidates measured so far (negative: not known).
+struct AdmissionProgress {
+  size_t done = 0, total = 0, reused = 0;
+  double elapsed_s = 0, eta_s = -1;
+  std::string region;  // the region being admitted
+};
+using AdmissionProgressFn = std::function<void(const AdmissionProgress&)>;
+
 // Where NVRTC cubins and artifacts are cached: `cache_dir` when given, else $XDG_CACHE_HOME/agentcompile,
 // else ~/.cache/agentcompile.
 std::filesystem::path cache_root(const std::filesystem::path& cache_dir);
 
-Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress = {});
+Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress = {},
+                                       const AdmissionProgressFn& admission_progress = {});
 
 }  // namespace agentcompile

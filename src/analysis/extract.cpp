@@ -69,7 +69,15 @@ class Extractor {
 Expected<ir::Module> extract_region(const ir::Module& module, const ir::Function& function, const Region& region) {
   ir::Module out;
   out.name = module.name + "." + function.name + ".region" + std::to_string(region.index);
-  for (const std::string& name : region.params) out.params.push_back(*module.find_param(name));
+  for (const std::string& name : region.params) {
+    // A region reads an alias (rows of a fused weight) as a weight of its own: the rows it needs are bound
+    // by name when the artifact runs, and admission draws its own values for them, so the source the rows
+    // come from is not part of the region.
+    ir::ParamDecl param = *module.find_param(name);
+    param.alias_of.clear();
+    param.alias_row = 0;
+    out.params.push_back(std::move(param));
+  }
   for (const std::string& name : region.states) out.states.push_back(*module.find_state(name));
   AC_TRY(Extractor(module, function, region, out).run());
   return out;

@@ -10,6 +10,7 @@
 // the output directory or the cache is reused (a warm compile) once every file of it is checked.
 // The output directory is checked before any work (emit/output_dir.h) and written once, atomically.
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -20,7 +21,8 @@
 #include "analysis/summary.h"
 #include "codegen/embedded_kernels.h"
 #include "codegen/render.h"
-#include "driver/context_tuning.h"
+#include "driver/admit_regions.h"
+#include "driver/buckets.h"
 #include "driver/model_module.h"
 #include "driver/search.h"
 #include "emit/artifact.h"
@@ -42,8 +44,17 @@ using json = nlohmann::json;
 namespace {
 
 // 2: decode buckets of context, attention prologue; 3: a decode bucket of up to 512 keys; 4: the layer
-// chain searched by pairs of regions (picks change, so artifacts of 3 are compiled again).
-constexpr const char* kCompilerVersion = "agentcompile-compiler/4";
+// chain searched by pairs of regions (picks change, so artifacts of 3 are compiled again); 5: timing
+// stops early for candidates clearly behind, and admission may reuse the tuning database. The tuning
+// database keys its entries by this too: a new version measures afresh.
+constexpr const char* kCompilerVersion = "agentcompile-compiler/5";
+
+// The kernel templates are part of what a compile depends on (the artifact and the tuning database).
+std::string kernel_headers_hash() {
+  support::Sha256 h;
+  for (const auto& header : codegen::embedded_kernel_headers()) h.update(header.text);
+  return h.hex();
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -53,100 +64,6 @@ std::string fixed(double value, int digits = 1) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
   return buffer;
-}
-
-// Prefill: buckets of T. Decode: buckets of the context (the keys a step's attention reads), so a
-// generation runs attention kernels chosen at its own length: up to 512 keys (timed at 256: a chat
-// turn's first replies, where the attention is all latency and smaller clusters win), 513-4k (timed
-// at 2k), 4k-16k (timed at 8k) and beyond (timed at 32k, or the model's maximum when that is shorter).
-std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens) {
-  const std::string& function = f.name;
-  if (function != "decode" && function != "prefill") {
-    // A captured module's function: its shapes are static, so one bucket serves every call.
-    return {{function, 1, 1, 1, 0, 0, 0}};
-  }
-  if (function == "decode") {
-    const int64_t max_context = std::max<int64_t>(max_tokens, 1);
-    std::vector<emit::Bucket> buckets;
-    auto add = [&](const std::string& name, int64_t lo, int64_t hi, int64_t timed_at) {
-      if (lo > max_context) return;
-      hi = std::min(hi, max_context);
-      buckets.push_back({name, 1, 1, 1, lo, hi, std::clamp<int64_t>(timed_at, lo, hi)});
-    };
-    add("decode", 1, 512, 256);
-    add("decode-c513-4096", 513, 4096, 2048);
-    add("decode-c4097-16384", 4097, 16384, 8192);
-    add("decode-c16385+", 16385, max_context, 32768);
-    return buckets;
-  }
-  std::vector<emit::Bucket> buckets = {{"t1-64", 1, 64, 32}, {"t65-512", 65, 512, 256}, {"t513-4096", 513, 4096, 2048}};
-  if (max_tokens > 4096) buckets.push_back({"t4097+", 4097, max_tokens, 8192});
-  return buckets;
-}
-
-// Validation sizes: odd token counts and positions so tile edges and offsets are exercised. A captured
-// module's function has static shapes: T and L do not occur in it.
-tune::RegionBindings validation_bindings(const std::string& function) {
-  if (function == "decode") return tune::RegionBindings{1, 512, 77};
-  if (function == "prefill") return tune::RegionBindings{100, 256, 28};
-  return tune::RegionBindings{1, 1, 0};
-}
-
-// Regions whose time follows the bucket's range, so they are timed once per bucket: prefill regions
-// whose shapes depend on T, and decode attention, whose time follows the context.
-bool timed_per_bucket(const std::string& function, const analysis::RegionSummary& summary) {
-  if (function == "decode") return summary.category == analysis::Category::kAttentionDecode;
-  return summary.depends_on_T;
-}
-
-// Where a candidate is timed for `bucket`: at the bucket's T (prefill), or with `timing_context`
-// keys in the cache (decode attention: the candidates that adapt their splits to the length rank as
-// they will run at that length), or, for regions whose time follows neither, at the validation size.
-tune::RegionBindings timing_bindings(const std::string& function, const emit::Bucket& bucket, bool per_bucket) {
-  if (!per_bucket) return validation_bindings(function);
-  if (bucket.bounds_context()) {
-    const int64_t keys = bucket.timing_context;
-    return tune::RegionBindings{1, (keys + 1023) / 1024 * 1024 + 1024, static_cast<int32_t>(keys - 1)};  // keys 0..pos
-  }
-  return tune::RegionBindings{bucket.timing_tokens, bucket.timing_tokens + 64, 0};
-}
-
-// Fastest validated candidate at a bucket, or the fallback, or none; with the reason.
-emit::Selection select_for_bucket(const emit::CompiledRegion& region, size_t timing_index, const std::string& bucket) {
-  emit::Selection selection;
-  selection.bucket = bucket;
-  int best = -1, fallback = -1;
-  double best_us = 0, fallback_us = 0;
-  std::vector<std::string> rejections;
-  for (size_t i = 0; i < region.results.size(); ++i) {
-    const auto& r = region.results[i];
-    if (!r.validated || r.timings.size() <= timing_index) {
-      if (!r.rejection.empty()) rejections.push_back(region.plan.candidates[i].id + ": " + r.rejection.substr(0, 100));
-      continue;
-    }
-    const double us = r.timings[timing_index].median_us;
-    if (best < 0 || us < best_us) {
-      best = static_cast<int>(i);
-      best_us = us;
-    }
-    if (region.plan.candidates[i].fallback && (fallback < 0 || us < fallback_us)) {  // the best fallback is the bar
-      fallback = static_cast<int>(i);
-      fallback_us = us;
-    }
-  }
-  selection.measured = best >= 0;
-  selection.candidate = best;
-  if (best < 0) {
-    selection.reason = "no candidate validated";
-    for (const auto& why : rejections) selection.reason += "; " + why;
-  } else if (region.plan.candidates[static_cast<size_t>(best)].fallback) {
-    selection.reason = "fallback: no validated candidate beat it (" + fixed(best_us, 2) + " us)";
-  } else {
-    selection.reason = "fastest validated: " + fixed(best_us, 2) + " us" +
-                       (fallback >= 0 ? " vs fallback " + region.plan.candidates[static_cast<size_t>(fallback)].family + " " +
-                                            fixed(fallback_us, 2) + " us" : "");
-  }
-  return selection;
 }
 
 std::string summary_table(const emit::Artifact& a) {
@@ -202,6 +119,7 @@ json result_options(const CompileOptions& o, bool gpu) {
   }
   return {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
           {"advisor", advisor}, {"search_budget", o.search.budget}, {"unfused", o.unfused}, {"library_matmuls", o.library_matmuls}, {"context_tuning", o.context_tuning},
+          {"early_stop_margin", o.search.ablate_advisor ? 0.0 : o.early_stop_margin},
           {"dump_ir", o.dump_ir},  // the listings are files of the artifact
           {"ablate_advisor", o.search.ablate_advisor ? json{{"budgets", o.search.ablate_budgets}, {"seed", o.search.ablate_seed}} : json(false)}};
 }
@@ -226,7 +144,8 @@ fs::path cache_root(const fs::path& cache_dir) {
   return fs::temp_directory_path() / "agentcompile-cache";
 }
 
-Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress_fn) {
+Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress_fn,
+                                       const AdmissionProgressFn& admission_progress) {
   const auto start = std::chrono::steady_clock::now();
   auto progress = [&](const std::string& line) {
     if (progress_fn) progress_fn(line);
@@ -277,6 +196,8 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   for (int budget : options.search.ablate_budgets)
     if (budget < 1) return error(ErrorCode::kInvalidArgument, "--ablate-budgets: budgets must be positive, not " + std::to_string(budget));
   if (options.search.budget < 0) return error(ErrorCode::kInvalidArgument, "--search-budget must be 0 (all) or positive");
+  if (!(options.early_stop_margin >= 0) || !std::isfinite(options.early_stop_margin))
+    return error(ErrorCode::kInvalidArgument, "--early-stop-margin must be 0 (off) or a positive fraction, not " + std::to_string(options.early_stop_margin));
   auto log = [&](const std::string& line) {
     if (options.verbose) progress(line);
   };
@@ -288,14 +209,11 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   artifact.device = device;
   artifact.gpu_used = gpu;
   artifact.options = result_options(options, gpu);
+  const std::string kernels_hash = kernel_headers_hash();
   artifact.key = support::Sha256()
                      .update(kCompilerVersion).update(ir_text).update(profile.arch).update(options.device_profile)
                      .update(artifact.nvrtc_version).update(artifact.options.dump()).update(gpu ? "gpu" : "nogpu")
-                     .update([] {  // the kernel templates are part of what a compile depends on
-                       support::Sha256 h;
-                       for (const auto& header : codegen::embedded_kernel_headers()) h.update(header.text);
-                       return h.hex();
-                     }())
+                     .update(kernels_hash)
                      .hex();
   const auto& c = source.config;
   artifact.model = {{"model_type", c.model_type}, {"source", support::utf8::repaired(options.model.string())}, {"dtype", std::string(ir::dtype_name(c.dtype))},
@@ -305,7 +223,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                     {"config_sha256", support::sha256_hex(c.raw.dump())}};
 
   // Warm compile: the output (or the cache) already holds this exact artifact, every file checked.
-  if (!options.force) {
+  if (!options.force && !options.retune) {
     AC_ASSIGN_OR_RETURN(emit::Reuse reuse, emit::reuse_artifact(options.output, cache_dir, artifact.key));
     for (const auto& note : reuse.notes) progress(note);
     if (reuse.record) {
@@ -326,7 +244,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     f.name = function.name;
     f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,
                                                                                   .attention_prologue = !options.unfused});
-    f.buckets = buckets_for(function, c.max_position_embeddings);
+    f.buckets = driver::buckets_for(function, c.max_position_embeddings);
     const ir::SymbolBindings bindings = function.name == "decode"    ? ir::SymbolBindings{1, 2048}
                                         : function.name == "prefill" ? ir::SymbolBindings{512, 512}
                                                                      : ir::SymbolBindings{1, 1};
@@ -407,49 +325,13 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   stage = std::chrono::steady_clock::now();
   std::vector<search::RegionMeasurement> measurements;
   if (gpu) {
-    size_t done = 0, validated = 0;
-    for (auto& region : artifact.regions) {
-      ++done;
-      if (region.plan.candidates.empty()) continue;
-      const auto& f = *std::find_if(artifact.functions.begin(), artifact.functions.end(),
-                                    [&](const emit::CompiledFunction& fn) { return fn.name == region.plan.function; });
-      const ir::Function& function = *module.find_function(region.plan.function);
-      const auto& site = f.partition.regions[static_cast<size_t>(region.plan.sites.front())];
-      AC_ASSIGN_OR_RETURN(ir::Module region_module, analysis::extract_region(module, function, site));
-      const tune::RegionBindings check = validation_bindings(function.name);
-      AC_ASSIGN_OR_RETURN(auto cases, tune::build_region_cases(region_module, check, options.seeds,
-                                                               {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed}));
-      tune::AdmitOptions admit;
-      admit.repetitions = options.repetitions;
-      const bool per_bucket = timed_per_bucket(function.name, region.plan.summary);
-      if (per_bucket)
-        for (const auto& b : f.buckets) admit.timing.push_back(timing_bindings(function.name, b, true));
-      else
-        admit.timing.push_back(timing_bindings(function.name, f.buckets.front(), false));
-      AC_TRY(search::admit_with_budget(region, [&](const std::vector<plan::Candidate>& subset, const std::vector<codegen::CompileResult>& compiled) {
-        return tune::admit_candidates(region_module, check, cases, subset, compiled, admit);
-      }));
-      for (size_t b = 0; b < f.buckets.size(); ++b)
-        region.selections.push_back(select_for_bucket(region, per_bucket ? b : 0, f.buckets[b].name));
-      search::record_outcomes(region, per_bucket);
-      if (options.search.ablate_advisor) {
-        measurements.push_back(search::measurement_of(region, f.buckets, per_bucket));
-        measurements.back().orders = search::orderings_of(region, options.search.ablate_seed);
-      }
-      size_t region_valid = 0;
-      for (const auto& r : region.results) region_valid += r.validated;
-      validated += region_valid;
-      progress("[4/5] admit " + std::to_string(done) + "/" + std::to_string(artifact.regions.size()) + " " + region.id + " (" +
-               analysis::category_name(region.plan.summary.category) + "): " + std::to_string(region_valid) + "/" +
-               std::to_string(region.search.spent) + " measured validated (" + region.search.order_source + " order" +
-               (region.search.exhaustive ? "" : ", budget " + std::to_string(region.search.budget)) + "); " + region.selections.front().reason);
-    }
-    progress("[4/5] admit: " + std::to_string(validated) + " candidates validated in " + fixed(seconds_since(stage)) + " s");
-    if (options.context_tuning)
-      driver::tune_layers_in_context(module, artifact, [](const emit::CompiledRegion& region, const emit::Bucket& bucket, size_t index) {
-        const bool per_bucket = timed_per_bucket(region.plan.function, region.plan.summary);
-        return std::make_pair(timing_bindings(region.plan.function, bucket, per_bucket), per_bucket ? index : size_t{0});
-      }, progress);
+    driver::AdmissionContext admission;
+    admission.device = {{"name", device.value("name", "")}, {"arch", profile.arch}, {"multiprocessors", profile.multiprocessors},
+                        {"l2_bytes", profile.l2_bytes}};
+    admission.toolkit = artifact.nvrtc_version;
+    admission.compiler = std::string(kCompilerVersion) + " " + kernels_hash;
+    admission.tuning_db = cache_dir / "tuning";
+    AC_ASSIGN_OR_RETURN(measurements, driver::admit_regions(module, artifact, options, admission, progress, admission_progress));
   } else {
     for (auto& region : artifact.regions) {
       const auto& f = *std::find_if(artifact.functions.begin(), artifact.functions.end(),

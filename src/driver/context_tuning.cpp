@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <map>
 
-#include "analysis/extract.h"
 #include "analysis/views.h"
 #include "tune/sequence_timing.h"
 
@@ -93,7 +92,8 @@ std::vector<std::vector<tune::SequenceLink>> layer_links(const ir::Function& fun
   return links;
 }
 
-void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ProgressFn& progress) {
+void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ChainTimer& time_chain,
+                            const ProgressFn& progress) {
   auto say = [&](const std::string& line) {
     if (progress) progress(line);
   };
@@ -120,24 +120,11 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
   // serves every bucket.
   const std::vector<std::vector<tune::SequenceLink>> links = layer_links(*function, first_layer, second_layer, ir::SymbolBindings{1, 1});
 
-  // The region modules, extracted once (the steps point into this).
-  std::vector<ir::Module> modules;
-  modules.reserve(layer.size());
-  for (size_t r : layer) {
-    const auto& site = f->partition.regions[static_cast<size_t>(artifact.regions[r].plan.sites.front())];
-    auto extracted = analysis::extract_region(module, *function, site);
-    if (!extracted) {
-      say("[4/5] in context: skipped: " + extracted.status().to_string());
-      return;
-    }
-    modules.push_back(std::move(*extracted));
-  }
-
   nlohmann::json record = nlohmann::json::array();
   for (size_t b = 0; b < f->buckets.size(); ++b) {
     const auto started = std::chrono::steady_clock::now();
     const emit::Bucket& bucket = f->buckets[b];
-    std::vector<tune::SequenceStep> steps;
+    std::vector<tune::ChainStep> steps;
     std::vector<std::vector<int>> candidate_of;  // per step: alternative -> candidate index
     std::vector<size_t> timing_of;               // per step: the region's timing this bucket reads
     std::vector<int> start;
@@ -155,14 +142,10 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
       }
       const auto [bindings, timing] = timing_at(region, bucket, b);
       const std::vector<int> alternatives = alternatives_of(region, timing, current);
-      tune::SequenceStep step;
-      step.region = region.id;
-      step.region_module = &modules[k];
+      tune::ChainStep step;
+      step.region = layer[k];
+      step.alternatives = alternatives;
       step.bindings = bindings;
-      for (int i : alternatives) {
-        step.alternatives.push_back(region.plan.candidates[static_cast<size_t>(i)]);
-        step.compiled.push_back(region.compiled[static_cast<size_t>(i)]);
-      }
       step.links = links[k];
       start.push_back(static_cast<int>(std::find(alternatives.begin(), alternatives.end(), current) - alternatives.begin()));
       candidate_of.push_back(alternatives);
@@ -173,12 +156,13 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
       say("[4/5] in context (" + bucket.name + "): skipped: " + skip);
       continue;
     }
-    auto result = tune::tune_sequence(steps, start, options);
-    if (!result) {
-      say("[4/5] in context (" + bucket.name + "): kept the picks made alone: " + result.status().to_string());
-      record.push_back({{"bucket", bucket.name}, {"error", result.status().to_string()}});
+    auto timed = time_chain(steps, start, options);
+    if (!timed) {
+      say("[4/5] in context (" + bucket.name + "): kept the picks made alone: " + timed.status().to_string());
+      record.push_back({{"bucket", bucket.name}, {"error", timed.status().to_string()}});
       continue;
     }
+    const tune::SequenceResult* result = &timed->result;
     nlohmann::json changes = nlohmann::json::array();
     for (size_t k = 0; k < steps.size(); ++k) {
       const int before = candidate_of[k][static_cast<size_t>(result->start[k])];
@@ -196,22 +180,24 @@ void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, 
     }
     nlohmann::json regions = nlohmann::json::array();
     for (size_t k = 0; k < steps.size(); ++k) {
+      const emit::CompiledRegion& region = artifact.regions[steps[k].region];
       nlohmann::json names = nlohmann::json::array();
-      for (const auto& c : steps[k].alternatives) names.push_back(c.name());
+      for (int i : steps[k].alternatives) names.push_back(region.plan.candidates[static_cast<size_t>(i)].name());
       nlohmann::json reads = nlohmann::json::array();  // the inputs it reads from other steps
       for (const auto& link : steps[k].links)
-        reads.push_back({{"input", link.input}, {"from", steps[static_cast<size_t>(link.from_step)].region}, {"output", link.output},
-                         {"previous_layer", link.previous_copy}});
-      regions.push_back({{"region", steps[k].region}, {"alternatives", names}, {"reads", reads}});
+        reads.push_back({{"input", link.input}, {"from", artifact.regions[steps[static_cast<size_t>(link.from_step)].region].id},
+                         {"output", link.output}, {"previous_layer", link.previous_copy}});
+      regions.push_back({{"region", region.id}, {"alternatives", names}, {"reads", reads}});
     }
     nlohmann::json trials = nlohmann::json::array();  // every chain timed: each step's alternative, and the layer's time
     for (const auto& trial : result->trials) trials.push_back({{"choice", trial.choice}, {"unit_us", trial.unit_us}});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record.push_back({{"bucket", bucket.name}, {"regions", regions}, {"start_us", result->start_us}, {"best_us", result->best_us},
-                      {"trials", result->trials.size()}, {"chains", trials}, {"layer_copies", result->repeats}, {"alternative_slack", kAlternativeSlack}, {"changes", changes}, {"seconds", seconds}});
+                      {"trials", result->trials.size()}, {"chains", trials}, {"layer_copies", result->repeats}, {"alternative_slack", kAlternativeSlack}, {"changes", changes}, {"seconds", seconds},
+                      {"source", timed->reused ? "tuning database" : "measured"}});
     say("[4/5] in context (" + bucket.name + "): layer " + us_text(result->start_us) + " with the picks made alone, " +
-        us_text(result->best_us) + " after " + std::to_string(result->trials.size()) + " chains; " + std::to_string(changes.size()) +
-        " pick(s) changed");
+        us_text(result->best_us) + " after " + std::to_string(result->trials.size()) + " chains" +
+        (timed->reused ? " (from the tuning database)" : "") + "; " + std::to_string(changes.size()) + " pick(s) changed");
   }
   artifact.context_tuning = record;
 }

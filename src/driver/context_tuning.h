@@ -15,6 +15,7 @@
 #include "analysis/regions.h"
 #include "emit/artifact.h"
 #include "ir/graph.h"
+#include "tune/admission_worker.h"
 #include "tune/region_cases.h"
 #include "tune/sequence_timing.h"
 
@@ -27,7 +28,19 @@ constexpr size_t kMaxAlternatives = 4;
 using TimingAt = std::function<std::pair<tune::RegionBindings, size_t>(const emit::CompiledRegion& region, const emit::Bucket& bucket,
                                                                        size_t bucket_index)>;
 
-void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ProgressFn& progress);
+// A chain timed, and whether the result came from the tuning database rather than the GPU.
+struct ChainTiming {
+  tune::SequenceResult result;
+  bool reused = false;
+};
+
+// Times the layer's chain: `steps` name artifact regions and their candidates by index (the
+// compile's GPU worker holds the region modules, tune/admission_worker.h).
+using ChainTimer = std::function<Expected<ChainTiming>(const std::vector<tune::ChainStep>& steps, const std::vector<int>& start,
+                                                       const tune::SequenceOptions& options)>;
+
+void tune_layers_in_context(const ir::Module& module, emit::Artifact& artifact, const TimingAt& timing_at, const ChainTimer& time_chain,
+                            const ProgressFn& progress);
 
 // Per region of `layer` (one layer's sites, in order): its inputs that a region of the layer writes,
 // earlier in `layer` or in `previous_layer` (the same regions one layer before), resolved through

@@ -63,13 +63,7 @@ Status admit_with_budget(emit::CompiledRegion& region, const AdmitFn& admit) {
   s.measured.assign(n, false);
   bool any_valid = false;
   auto run = [&](const std::vector<int>& batch) -> Status {
-    std::vector<plan::Candidate> subset;
-    std::vector<codegen::CompileResult> compiled;
-    for (int i : batch) {
-      subset.push_back(candidates[static_cast<size_t>(i)]);
-      compiled.push_back(static_cast<size_t>(i) < region.compiled.size() ? region.compiled[static_cast<size_t>(i)] : codegen::CompileResult{});
-    }
-    AC_ASSIGN_OR_RETURN(auto results, admit(subset, compiled));
+    AC_ASSIGN_OR_RETURN(auto results, admit(batch));
     if (results.size() != batch.size()) return error(ErrorCode::kInternal, region.id + ": admission returned a result per candidate it was not given");
     for (size_t k = 0; k < batch.size(); ++k) {
       any_valid |= results[k].validated;

@@ -30,9 +30,9 @@ namespace agentcompile::search {
 // `budget` of `order` (0: all), then further ones until one validates (if any does).
 std::vector<int> budget_prefix(const std::vector<int>& order, const std::vector<bool>& validated, int budget);
 
-// Admits subsets of a region's candidates: (candidates, their compile results) -> results, same order.
-using AdmitFn = std::function<Expected<std::vector<tune::CandidateResult>>(const std::vector<plan::Candidate>&,
-                                                                            const std::vector<codegen::CompileResult>&)>;
+// Admits a subset of a region's candidates, by index into region.plan.candidates: their results, in
+// the order asked.
+using AdmitFn = std::function<Expected<std::vector<tune::CandidateResult>>(const std::vector<int>& indices)>;
 
 // Admits region.search.order under region.search.budget through `admit`, filling region.results (one
 // per candidate; unmeasured ones stay empty and are marked in region.search.measured).

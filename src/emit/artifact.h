@@ -22,6 +22,7 @@
 #include "emit/artifact_record.h"
 #include "plan/planner.h"
 #include "tune/admission.h"
+#include "tune/admission_times.h"
 
 namespace agentcompile::emit {
 
@@ -72,6 +73,7 @@ struct CompiledRegion {
   std::vector<Selection> selections;              // per bucket of the region's function
   advisor::RegionAdvice advice;                   // what the advisor said and its fate
   SearchRecord search;
+  tune::AdmissionTimes admission_times;           // what admitting this region cost, stage by stage
 };
 
 struct CompiledFunction {
@@ -101,6 +103,8 @@ struct Artifact {
   nlohmann::json ablation;         // ablation.json; null unless --ablate-advisor
   std::string ablation_table;      // the ablation as text (report.md and the CLI)
   nlohmann::json context_tuning;   // per decode bucket: the layer timed as a chain (driver/context_tuning.h); null: not run
+  tune::AdmissionTimes admission_times;  // admission's stages summed over the regions and the chains
+  nlohmann::json tuning;           // the tuning database and early stop: path, reuse counts, warnings (driver/admit_regions.h)
   std::map<std::string, std::string> ir_dumps;  // --dump-ir: listings by file name, written into ir/ beside module.ir
 };
 

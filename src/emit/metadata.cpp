@@ -46,11 +46,9 @@ json candidate_json(const CompiledRegion& region, size_t i) {
     const auto& r = region.results[i];
     j["validation"] = {{"status", r.validated ? "validated" : "rejected"}, {"reason", r.rejection}, {"faulted", r.faulted},
                        {"max_abs_error", r.max_abs_error}, {"max_rel_error", r.max_rel_error}, {"cases", r.cases}};
+    j["source"] = r.reused ? "tuning database" : "measured";
     j["timings"] = json::array();
-    for (const auto& t : r.timings)
-      j["timings"].push_back({{"T", t.bindings.T}, {"L", t.bindings.L}, {"pos", t.bindings.pos}, {"median_us", t.median_us},
-                              {"p10_us", t.p10_us}, {"p90_us", t.p90_us}, {"repetitions", t.repetitions},
-                              {"launches_per_sample", t.launches_per_sample}, {"buffer_sets", t.buffer_sets}});
+    for (const auto& t : r.timings) j["timings"].push_back(tune::timing_json(t));
   } else {
     j["validation"] = {{"status", "unvalidated"}, {"reason", "no GPU: compiled only"}};
     j["timings"] = json::array();
@@ -145,6 +143,8 @@ json artifact_metadata(const Artifact& a) {
   if (!a.context_tuning.is_null()) meta["context_tuning"] = a.context_tuning;
   meta["compile_seconds"] = {{"analyze", a.times.analyze_s}, {"plan", a.times.plan_s}, {"generate", a.times.generate_s},
                              {"admit", a.times.admit_s}, {"emit", a.times.emit_s}, {"total", a.times.total_s}};
+  if (a.gpu_used) meta["compile_seconds"]["admission"] = tune::to_json(a.admission_times);
+  if (!a.tuning.is_null()) meta["tuning"] = a.tuning;
   meta["functions"] = json::object();
   for (const auto& f : a.functions) {
     json fj;
@@ -173,6 +173,7 @@ json artifact_metadata(const Artifact& a) {
             {"label", analysis::category_name(region.plan.summary.category)}, {"summary", summary_json(region.plan.summary)},
             {"families_matched", region.plan.families_matched}, {"enumerated", region.plan.enumerated},
             {"unplanned_reason", region.plan.unplanned_reason}, {"advice", advice_json(region)}, {"search", search_json(region)}};
+    if (a.gpu_used) rj["admission_seconds"] = tune::to_json(region.admission_times);
     rj["candidates"] = json::array();
     for (size_t i = 0; i < region.plan.candidates.size(); ++i) rj["candidates"].push_back(candidate_json(region, i));
     rj["selection"] = json::array();

@@ -1,5 +1,6 @@
 // report.md: the compile at a glance (the paper's table), the advice outcomes and the advisor
 // ablation, then one section per unique region (with what the advisor said and how it was searched).
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -7,6 +8,8 @@
 #include "support/utf8.h"
 
 namespace agentcompile::emit {
+
+using json = nlohmann::json;
 
 namespace {
 std::string fmt(const char* format, double value) {
@@ -19,6 +22,41 @@ std::string fmt(const char* format, double value) {
 std::string timed_at(const tune::RegionBindings& b) {
   if (b.T == 1 && b.pos > 0) return " @ctx=" + std::to_string(b.pos + 1);
   return " @T=" + std::to_string(b.T);
+}
+
+// A timing cell: the median where it was taken; a timing that stopped early says against what.
+std::string timing_text(const tune::Timing& t) {
+  std::string text = fmt("%.2f", t.median_us) + timed_at(t.bindings);
+  if (t.stopped_early) text += " (stopped early: fastest " + fmt("%.2f", t.fastest_us) + " vs best " + fmt("%.2f", t.stop_bar_us) + ")";
+  return text;
+}
+
+// Where admission's time went: the stages summed over every region and chain, and what is left of
+// the stage's wall-clock time (the compiler waiting, selection, bookkeeping).
+std::string admission_breakdown(const Artifact& a) {
+  const tune::AdmissionTimes& t = a.admission_times;
+  const double admit = a.times.admit_s;
+  std::string out = "Admission, stage by stage (measured wall-clock seconds, summed over the regions and the decode layer's chains):\n\n"
+                    "| stage | seconds | share of admit+measure |\n|---|---|---|\n";
+  auto row = [&](const std::string& name, double seconds) {
+    out += "| " + name + " | " + fmt("%.2f", seconds) + " | " + (admit > 0 ? fmt("%.1f%%", 100 * seconds / admit) : "—") + " |\n";
+  };
+  for (const auto& [name, seconds] : tune::admission_stages(t)) row(name, seconds);
+  row("other (waiting, selection)", std::max(0.0, admit - t.stages_s()));
+  out += "\nWorkers started " + std::to_string(t.workers) + "; candidates admitted by the worker " + std::to_string(t.candidates) +
+         ", validated " + std::to_string(t.validated) + ", timings " + std::to_string(t.timings) + ", stopped early " +
+         std::to_string(t.stopped_early) + ".\n\n";
+  if (a.tuning.is_object()) {
+    const auto& db = a.tuning;
+    out += "Tuning database: " + (db.value("database", json()).is_string() ? "`" + db["database"].get<std::string>() + "`" : std::string("none")) +
+           (db.value("retune", false) ? " (--retune: not read, refreshed)" : "") + "; " +
+           std::to_string(db.value("candidates_reused", 0)) + " candidates reused (" + std::to_string(db.value("regions_reused", 0)) +
+           " regions entirely), " + std::to_string(db.value("candidates_measured", 0)) + " measured. Early stop margin " +
+           fmt("%.2f", db.value("early_stop_margin", 0.0)) + " (0: off).\n\n";
+    for (const auto& warning : db.value("warnings", json::array())) out += "- " + warning.get<std::string>() + "\n";
+    if (!db.value("warnings", json::array()).empty()) out += "\n";
+  }
+  return out;
 }
 
 std::string ids(const CompiledRegion& r, const std::vector<int>& indices) {
@@ -86,6 +124,7 @@ std::string artifact_report(const Artifact& a) {
          " | " + std::to_string(kernels.size()) + " | " + fmt("%.1f s", a.times.total_s) + " |\n\n";
   out += "Stages: analyze " + fmt("%.2f s", a.times.analyze_s) + ", plan " + fmt("%.2f s", a.times.plan_s) + ", generate+compile " +
          fmt("%.2f s", a.times.generate_s) + ", admit+measure " + fmt("%.2f s", a.times.admit_s) + ", emit " + fmt("%.2f s", a.times.emit_s) + ".\n\n";
+  if (a.gpu_used) out += admission_breakdown(a);
 
   if (a.advisor.value("backend", "none") != "none") {
     out += "## Advice\n\n" + a.advisor.value("line", std::string()) +
@@ -134,11 +173,11 @@ std::string artifact_report(const Artifact& a) {
       std::string validation = "unvalidated", error = "—", timing = "—";
       if (i < r.results.size()) {
         const auto& v = r.results[i];
-        validation = v.validated ? "ok" : "rejected: " + v.rejection.substr(0, 80);
+        validation = (v.validated ? "ok" : "rejected: " + v.rejection.substr(0, 80)) + (v.reused ? " (tuning database)" : "");
         error = v.validated ? fmt("%.2e", v.max_rel_error) : "—";
         if (!v.timings.empty()) {
           timing.clear();
-          for (const auto& t : v.timings) timing += (timing.empty() ? "" : ", ") + fmt("%.2f", t.median_us) + timed_at(t.bindings);
+          for (const auto& t : v.timings) timing += (timing.empty() ? "" : ", ") + timing_text(t);
         }
       }
       if (i < r.search.measured.size() && !r.search.measured[i] && !r.results.empty()) validation = "not measured (outside search budget)";
@@ -147,6 +186,14 @@ std::string artifact_report(const Artifact& a) {
              (compiled_ok ? "yes" : "no") + " | " + validation + " | " + error + " | " + timing + " |\n";
     }
     out += "\n" + region_advice(r);
+    if (a.gpu_used && !r.results.empty()) {
+      const tune::AdmissionTimes& t = r.admission_times;
+      size_t reused = 0;
+      for (const auto& v : r.results) reused += v.reused;
+      out += "Admission: " + fmt("%.2f s", t.stages_s()) + " (reference " + fmt("%.2f s", t.reference_s) + ", timing " +
+             fmt("%.2f s", t.timing_run_s) + ")" + (reused ? "; " + std::to_string(reused) + " candidates from the tuning database" : "") +
+             ".\n\n";
+    }
     for (const auto& sel : r.selections) {
       std::string kernel = "none";
       if (sel.candidate >= 0) kernel = '`' + r.plan.candidates[static_cast<size_t>(sel.candidate)].name() + '`';

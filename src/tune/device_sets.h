@@ -2,9 +2,7 @@
 // at a time) and sequence timing (several regions' kernels in one chain).
 #pragma once
 
-#include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "agentcompile/status.h"
@@ -23,12 +21,11 @@ struct DeviceSet {
   RegionArgs args;
 };
 
-// Weights uploaded once per worker and shared by every case (they can be 0.6 GB: an lm_head), and
-// the random inputs each timing size uses, drawn once per worker rather than once per candidate.
+// A region's weights, uploaded once per worker and shared by every case and candidate (they can be
+// 0.6 GB: an lm_head).
 struct SharedWeights {
   const std::vector<TestTensor>* host = nullptr;
   std::vector<DeviceBuffer> device;
-  std::map<std::tuple<int64_t, int64_t, int32_t>, RegionCase> timing_data;
 };
 
 // Uploads a case; its weights come from `shared` when given (already on the device), else are copied.

@@ -8,6 +8,7 @@
 #include "tune/region_cases.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "ir/interpreter.h"
@@ -116,28 +117,38 @@ RegionCase random_case(const ir::Module& region_module, const RegionLayout& layo
 }
 
 Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
-                                                     int seeds, const std::vector<Distribution>& distributions) {
+                                                     int seeds, const std::vector<Distribution>& distributions,
+                                                     AdmissionTimes* times) {
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, bindings));
+  using Clock = std::chrono::steady_clock;
+  auto lap = [last = Clock::now()](double AdmissionTimes::*stage, AdmissionTimes* into) mutable {
+    const auto now = Clock::now();
+    if (into) into->*stage += std::chrono::duration<double>(now - last).count();
+    last = now;
+  };
   // Weights are drawn once per region (they can be the largest tensors: lm_head is 0.6 GB) and
   // shared by every case; inputs and cache contents vary by seed and distribution.
   std::shared_ptr<const std::vector<TestTensor>> params = random_weights(region_module, layout);
+  lap(&AdmissionTimes::case_data_s, times);
+  // Reference: the interpreter on the extracted module. One interpreter serves every case: it loads
+  // the weights once, and each case sets every state before it runs.
+  ir::Interpreter interpreter(
+      region_module,
+      [&](const std::string& name, std::vector<float>& out) -> Status {
+        for (size_t p = 0; p < region_module.params.size(); ++p)
+          if (region_module.params[p].name == name) {
+            out = (*params)[p].values;
+            return Status::ok();
+          }
+        return error(ErrorCode::kNotFound, "no test values for parameter " + name);
+      },
+      ir::InterpreterOptions{bindings.L, 0});
   std::vector<RegionCase> cases;
   for (int seed = 1; seed <= seeds; ++seed) {
     for (Distribution distribution : distributions) {
       RegionCase c = random_case(region_module, layout, bindings, params, seed, distribution);
+      lap(&AdmissionTimes::case_data_s, times);
 
-      // Reference: the interpreter on the extracted module, starting from the same state contents.
-      ir::Interpreter interpreter(
-          region_module,
-          [&](const std::string& name, std::vector<float>& out) -> Status {
-            for (size_t p = 0; p < region_module.params.size(); ++p)
-              if (region_module.params[p].name == name) {
-                out = (*params)[p].values;
-                return Status::ok();
-              }
-            return error(ErrorCode::kNotFound, "no test values for parameter " + name);
-          },
-          ir::InterpreterOptions{bindings.L, 0});
       for (size_t s = 0; s < layout.states.size(); ++s)
         AC_TRY(interpreter.set_state(region_module.states[s].name, c.states[s].values));
       std::vector<ir::HostTensor> args;
@@ -174,6 +185,7 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
         c.expected_states.push_back(std::move(expected));
       }
       cases.push_back(std::move(c));
+      lap(&AdmissionTimes::reference_s, times);
     }
   }
   return cases;

@@ -9,6 +9,7 @@
 
 #include "agentcompile/status.h"
 #include "ir/graph.h"
+#include "tune/admission_times.h"
 #include "tune/host_data.h"
 
 namespace agentcompile::tune {
@@ -47,7 +48,10 @@ std::shared_ptr<const std::vector<TestTensor>> random_weights(const ir::Module& 
 RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
                        std::shared_ptr<const std::vector<TestTensor>> weights, int seed, Distribution distribution);
 
+// Cases for seeds 1..`seeds` x `distributions`, with the reference's outputs and states; the time
+// spent drawing data and running the reference is added to `times` when given.
 Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
-                                                     int seeds, const std::vector<Distribution>& distributions);
+                                                     int seeds, const std::vector<Distribution>& distributions,
+                                                     AdmissionTimes* times = nullptr);
 
 }  // namespace agentcompile::tune

@@ -11,7 +11,6 @@
 #include "tune/cuda_driver.h"
 #include "tune/device_sets.h"
 #include "tune/driver_api.h"
-#include "tune/gpu_worker.h"
 
 namespace agentcompile::tune {
 
@@ -88,8 +87,13 @@ Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<Sequenc
   return us[us.size() / 2];
 }
 
-Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options) {
-  AC_ASSIGN_OR_RETURN(auto ctx, CudaContext::create());
+}  // namespace
+
+Expected<SequenceResult> time_sequence(CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
+                                       const SequenceOptions& options) {
+  for (const auto& step : steps)
+    if (!step.region_module || step.alternatives.empty() || step.alternatives.size() != step.compiled.size())
+      return error(ErrorCode::kInvalidArgument, "sequence step " + step.region + " has no alternatives or no region module");
   std::vector<RegionLayout> layouts;
   std::vector<RegionCase> data;
   int64_t unit_bytes = 0;
@@ -114,7 +118,7 @@ Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, con
   // Each copy of the unit has its own buffers; a large model's layer gets fewer copies (a quarter of
   // the device's memory at most), but never fewer than two, so a replay still streams from DRAM.
   SequenceOptions sized = options;
-  sized.repeats = static_cast<int>(std::clamp<int64_t>(ctx->info().total_memory / 4 / std::max<int64_t>(unit_bytes, 1), 2, options.repeats));
+  sized.repeats = static_cast<int>(std::clamp<int64_t>(ctx.info().total_memory / 4 / std::max<int64_t>(unit_bytes, 1), 2, options.repeats));
   std::vector<StepOnDevice> device(steps.size());
   for (size_t s = 0; s < steps.size(); ++s) {
     const SequenceStep& step = steps[s];
@@ -135,15 +139,36 @@ Expected<std::string> tune_in_worker(const std::vector<SequenceStep>& steps, con
   std::vector<int> counts;
   for (const auto& step : steps) counts.push_back(static_cast<int>(step.alternatives.size()));
   AC_ASSIGN_OR_RETURN(SequenceResult result, descend(counts, start, [&](const std::vector<int>& choice) {
-    return time_unit_on_device(*ctx, steps, device, choice, sized);
+    return time_unit_on_device(ctx, steps, device, choice, sized);
   }, sized));
+  result.repeats = sized.repeats;
+  return result;
+}
+
+json sequence_result_json(const SequenceResult& result) {
   json trials = json::array();
   for (const auto& t : result.trials) trials.push_back({{"choice", t.choice}, {"unit_us", t.unit_us}});
   return json{{"start", result.start}, {"best", result.best}, {"start_us", result.start_us}, {"best_us", result.best_us}, {"trials", trials},
-              {"repeats", sized.repeats}}.dump();
+              {"repeats", result.repeats}};
 }
 
-}  // namespace
+Expected<SequenceResult> sequence_result_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("start") || !j.contains("best") || !j.contains("trials") || !j["trials"].is_array())
+    return error(ErrorCode::kParse, "a chain result needs start, best and trials");
+  try {
+    SequenceResult result;
+    result.start = j.at("start").get<std::vector<int>>();
+    result.best = j.at("best").get<std::vector<int>>();
+    result.start_us = j.value("start_us", 0.0);
+    result.best_us = j.value("best_us", 0.0);
+    result.repeats = j.value("repeats", 0);
+    for (const auto& t : j["trials"]) result.trials.push_back({t.at("choice").get<std::vector<int>>(), t.at("unit_us").get<double>()});
+    if (result.best.size() != result.start.size()) return error(ErrorCode::kParse, "a chain result's start and best differ in length");
+    return result;
+  } catch (const json::exception& e) {
+    return error(ErrorCode::kParse, std::string("a chain result of the wrong shape: ") + e.what());
+  }
+}
 
 Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std::vector<int>& start, const UnitTimer& time_unit,
                                  const SequenceOptions& options) {
@@ -223,24 +248,6 @@ Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std
       result.best_us = result.start_us;
     }
   }
-  return result;
-}
-
-Expected<SequenceResult> tune_sequence(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options) {
-  for (const auto& step : steps)
-    if (!step.region_module || step.alternatives.empty() || step.alternatives.size() != step.compiled.size())
-      return error(ErrorCode::kInvalidArgument, "sequence step " + step.region + " has no alternatives or no region module");
-  AC_ASSIGN_OR_RETURN(std::string text, run_forked([&]() { return tune_in_worker(steps, start, options); }, options.timeout_s));
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return error(ErrorCode::kInternal, "the sequence worker returned malformed JSON");
-  SequenceResult result;
-  result.start = j.value("start", std::vector<int>{});
-  result.best = j.value("best", std::vector<int>{});
-  result.start_us = j.value("start_us", 0.0);
-  result.best_us = j.value("best_us", 0.0);
-  result.repeats = j.value("repeats", 0);
-  for (const auto& t : j["trials"]) result.trials.push_back({t.value("choice", std::vector<int>{}), t.value("unit_us", 0.0)});
-  if (result.best.size() != steps.size()) return error(ErrorCode::kInternal, "the sequence worker returned a choice of the wrong length");
   return result;
 }
 

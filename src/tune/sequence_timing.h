@@ -22,10 +22,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agentcompile/status.h"
 #include "codegen/nvrtc_compiler.h"
 #include "ir/graph.h"
 #include "plan/candidate.h"
+#include "tune/cuda_driver.h"
 #include "tune/region_cases.h"
 
 namespace agentcompile::tune {
@@ -58,7 +61,7 @@ struct SequenceOptions {
   int replays = 15;          // timed graph replays per measurement (median)
   double min_gain = 0.003;   // a change must make the unit this much faster to be kept
   int passes = 2;
-  double timeout_s = 600;
+  double timeout_s = 600;    // the whole search, in the worker
 };
 
 struct SequenceTrial {
@@ -80,7 +83,13 @@ using UnitTimer = std::function<Expected<double>(const std::vector<int>& choice)
 Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std::vector<int>& start, const UnitTimer& time_unit,
                                  const SequenceOptions& options);
 
-// Loads every alternative in a forked GPU worker, builds the buffers and runs `descend` there.
-Expected<SequenceResult> tune_sequence(const std::vector<SequenceStep>& steps, const std::vector<int>& start, const SequenceOptions& options);
+// Loads every alternative, builds the buffers and runs `descend` on `ctx`: in the admission worker
+// (admission_worker.h), which a chain that faults takes down with it.
+Expected<SequenceResult> time_sequence(CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
+                                       const SequenceOptions& options);
+
+// The JSON of a result (worker to caller, and the tuning database), and back.
+nlohmann::json sequence_result_json(const SequenceResult& result);
+Expected<SequenceResult> sequence_result_from_json(const nlohmann::json& j);
 
 }  // namespace agentcompile::tune

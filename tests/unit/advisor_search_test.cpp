@@ -44,15 +44,15 @@ struct FakeAdmission {
   std::map<std::string, double> latency;
   std::vector<std::vector<std::string>> calls;
   AdmitFn fn() {
-    return [this](const std::vector<plan::Candidate>& subset, const std::vector<codegen::CompileResult>& compiled) {
-      EXPECT_EQ(subset.size(), compiled.size());
+    return [this](const std::vector<int>& indices) {
       std::vector<tune::CandidateResult> results;
       calls.emplace_back();
-      for (const auto& c : subset) {
-        calls.back().push_back(c.id);
+      for (int i : indices) {
+        const std::string id = "c" + std::to_string(i);  // as region_of names them
+        calls.back().push_back(id);
         tune::CandidateResult r;
-        r.id = c.id;
-        auto it = latency.find(c.id);
+        r.id = id;
+        auto it = latency.find(id);
         r.validated = it != latency.end();
         r.measured = r.validated;
         if (r.validated) r.timings.push_back({{1, 512, 77}, it->second, it->second, it->second, 30, 1, 2});

@@ -135,5 +135,30 @@ TEST(InputDomains, DrawsRespectTheDomainsAndRepeat) {
   }
 }
 
+// A projection that reads rows of a fused weight (an alias: Phi-3's qkv_proj) is a region with a weight of its
+// own: extraction drops the alias, so admission can draw its values and the interpreter computes the reference
+// without the fused source, which the region does not hold.
+TEST(InputDomains, AliasedRowsAreARegionsOwnWeight) {
+  const std::string text =
+      "module m {\n  param @qkv.weight : f16[96, 64]\n  param @qkv.weight.1 : f16[16, 64] alias @qkv.weight row 64\n"
+      "  func @f(%x: f16[T, 64]) -> (f16[T, 16]) {\n    %0 = weight {name = \"qkv.weight.1\"} : f16[16, 64]\n"
+      "    %1 = linear(%x, %0) : f16[T, 16]\n    return %1\n  }\n}\n";
+  auto module = ir::parse_module(text, "alias");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const ir::Function& f = module->functions.front();
+  const auto partition = analysis::form_regions(*module, f);
+  ASSERT_EQ(partition.regions.size(), 1u);
+  auto region = analysis::extract_region(*module, f, partition.regions.front());
+  ASSERT_TRUE(region.has_value()) << region.status().to_string();
+  ASSERT_EQ(region->params.size(), 1u);
+  EXPECT_EQ(region->params[0].name, "qkv.weight.1");
+  EXPECT_FALSE(region->params[0].is_alias());
+  auto cases = tune::build_region_cases(*region, tune::RegionBindings{8, 64, 0}, 1, {tune::Distribution::kNormal});
+  ASSERT_TRUE(cases.has_value()) << cases.status().to_string();
+  ASSERT_EQ(cases->size(), 1u);
+  ASSERT_EQ(cases->front().expected_outputs.size(), 1u);
+  EXPECT_EQ(cases->front().expected_outputs[0].values.size(), 8u * 16u);
+}
+
 }  // namespace
 }  // namespace agentcompile

@@ -11,12 +11,14 @@
 #include <map>
 #include <set>
 
+#include "analysis/extract.h"
 #include "analysis/regions.h"
 #include "analysis/summary.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "plan/planner.h"
 #include "primitive_modules.h"
+#include "tune/region_cases.h"
 
 namespace agentcompile {
 namespace {
@@ -82,6 +84,34 @@ TEST(PrimitiveFamilies, EveryRegionOfEveryProblemIsImplemented) {
 
 // The regions the rules promise: one row op per fusion region, operand transposes inside the GEMM's
 // region, epilogues with their GEMM, a reduction's readers in a region of their own.
+// The admission reference of every region: cases build and the interpreter computes finite expected outputs
+// of the declared sizes (the GPU test compares candidates against exactly these).
+TEST(PrimitiveFamilies, EveryRegionHasAReference) {
+  for (const auto& m : testing::primitive_modules())
+    for (ir::DType dtype : m.dtypes) {
+      const ir::Module module = parse(m, dtype);
+      if (module.functions.empty()) continue;
+      const ir::Function& function = module.functions.front();
+      const auto partition = analysis::form_regions(module, function);
+      for (const auto& region : partition.regions) {
+        SCOPED_TRACE(label(m, dtype) + " region " + std::to_string(region.index));
+        auto region_module = analysis::extract_region(module, function, region);
+        ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
+        auto cases = tune::build_region_cases(*region_module, tune::RegionBindings{1, 256, 0}, 1, {tune::Distribution::kNormal});
+        ASSERT_TRUE(cases.has_value()) << cases.status().to_string();
+        auto layout = tune::region_layout(*region_module, tune::RegionBindings{1, 256, 0});
+        ASSERT_TRUE(layout.has_value());
+        for (const auto& c : *cases)
+          for (size_t o = 0; o < c.expected_outputs.size(); ++o) {
+            if (layout->output_state[o] >= 0) continue;
+            int64_t elements = 1;
+            for (int64_t d : layout->symbols.resolve(layout->outputs[o].shape)) elements *= d;
+            EXPECT_EQ(static_cast<int64_t>(c.expected_outputs[o].values.size()), elements) << "output " << o;
+          }
+      }
+    }
+}
+
 TEST(PrimitiveFamilies, RegionsFollowTheRules) {
   std::map<std::string, std::vector<std::string>> expected = {
       {"matmul_transposed", {"matmul: transpose transpose matmul"}},
