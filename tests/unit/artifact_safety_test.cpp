@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_runner.h"
+#include "scratch_files.h"
 
 namespace agentcompile {
 namespace {
@@ -32,29 +33,9 @@ using testing::CommandRun;
 const std::string kModel = std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/tiny-qwen2.json";
 const std::string kOtherModel = std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/tiny-qwen3.json";
 
-// A fresh directory per test (ctest runs each test as its own process, in parallel).
-fs::path work_dir(const std::string& name) {
-  const fs::path dir = fs::path(AC_BINARY_DIR) / "artifact-safety-test" / (name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Every file (with its bytes) and directory under `dir`.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> entries;
-  if (!fs::exists(dir)) return entries;
-  for (const auto& item : fs::recursive_directory_iterator(dir)) {
-    const std::string rel = item.path().lexically_relative(dir).string();
-    entries[item.is_directory() ? rel + "/" : rel] = item.is_directory() ? "" : read_bytes(item.path());
-  }
-  return entries;
-}
+fs::path work_dir(const std::string& name) { return testing::scratch_dir("artifact-safety-test", name); }
+std::string read_bytes(const fs::path& path) { return testing::file_bytes(path); }
+std::map<std::string, std::string> snapshot(const fs::path& dir) { return testing::tree_snapshot(dir); }
 
 // The artifact without metadata.json and report.md (which record timings and cache hits), plus its
 // key: what two compiles of one model with one set of options must agree on.

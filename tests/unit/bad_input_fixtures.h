@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_runner.h"
+#include "scratch_files.h"
 #include "frontend/gguf.h"
 
 namespace agentcompile::testing {
@@ -31,16 +32,8 @@ using json = nlohmann::json;
 
 inline const fs::path kFixtures = fs::path(AC_SOURCE_DIR) / "tests/fixtures";
 
-// A fresh directory for one test (ctest runs tests in parallel processes: the pid keeps them apart).
-inline fs::path work_dir(const std::string& name) {
-  const fs::path dir = fs::path(AC_BINARY_DIR) / "bad-input-test" / (name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+inline fs::path work_dir(const std::string& name) { return scratch_dir("bad-input-test", name); }
 
-// The CLI with `args`, at most 4 GiB of address space and 120 s: a tool that tries to allocate what
-// a broken input asks for fails fast instead of exhausting the machine.
 inline CommandRun cli(const std::string& args) {
   return run_command("bash -c 'ulimit -v 4194304; exec timeout 120 " + std::string(AC_CLI) + " " + args + "'");
 }

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "command_runner.h"
+#include "scratch_files.h"
 
 namespace agentcompile {
 namespace {
@@ -25,24 +26,9 @@ using testing::CommandRun;
 const std::string kConfig = std::string(AC_SOURCE_DIR) + "/tests/fixtures/configs/tiny-qwen3.json";
 const fs::path kFixture = fs::path(AC_SOURCE_DIR) / "tests/fixtures/models/tiny-qwen3";
 
-fs::path work_dir(const std::string& name) {
-  const fs::path dir = fs::path(AC_BINARY_DIR) / "init-random-safety-test" / (name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& item : fs::recursive_directory_iterator(dir))
-    files[item.path().lexically_relative(dir).string()] = item.is_directory() ? "(dir)" : read_bytes(item.path());
-  return files;
-}
+fs::path work_dir(const std::string& name) { return testing::scratch_dir("init-random-safety-test", name); }
+std::string read_bytes(const fs::path& path) { return testing::file_bytes(path); }
+std::map<std::string, std::string> snapshot(const fs::path& dir) { return testing::tree_snapshot(dir); }
 
 // Two snapshots agree; else the entries that differ, by name.
 ::testing::AssertionResult same_files(const std::map<std::string, std::string>& got, const std::map<std::string, std::string>& want) {

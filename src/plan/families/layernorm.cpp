@@ -74,18 +74,7 @@ class LayerNormFamily final : public TemplateFamily {
   }
 
   std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    if (params.count("split")) {  // shifted sums per (row, slice), then every slice normalizes itself
-      const Extent rows{m.facts.at("rows_per_token"), m.facts.at("rows_fixed"), 1};
-      Launch stats;
-      stats.kernel = kernel_name(m, params) + "_stats";
-      stats.grid_x = rows;
-      stats.grid_y = Extent{0, params.at("split"), 1};
-      stats.block_x = static_cast<int>(params.at("tpr"));
-      Launch write = stats;
-      write.kernel = kernel_name(m, params) + "_write";
-      return {stats, write};
-    }
-    return {row_launch(m, params, kernel_name(m, params))};
+    return row_or_split_launches(m, params, kernel_name(m, params));  // split: shifted sums per (row, slice), then write
   }
 
   // The split form's partials: one (sum, sum of squares) pair of 8 bytes per row and slice.

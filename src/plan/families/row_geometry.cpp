@@ -129,6 +129,18 @@ Launch row_launch(const Match& match, const ParamSet& params, const std::string&
   return launch;
 }
 
+std::vector<Launch> row_or_split_launches(const Match& match, const ParamSet& params, const std::string& kernel) {
+  if (!params.count("split")) return {row_launch(match, params, kernel)};
+  Launch stats;
+  stats.kernel = kernel + "_stats";
+  stats.grid_x = Extent{match.facts.at("rows_per_token"), match.facts.at("rows_fixed"), 1};
+  stats.grid_y = Extent{0, params.at("split"), 1};
+  stats.block_x = static_cast<int>(params.at("tpr"));
+  Launch write = stats;
+  write.kernel = kernel + "_write";
+  return {stats, write};
+}
+
 int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes) {
   return params.count("split") ? match.facts.at("rows_per_token") * params.at("split") * bytes : 0;
 }

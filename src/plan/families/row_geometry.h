@@ -54,6 +54,10 @@ TemplateFamily::Choice row_fallback_choice(int64_t cols, const std::string& note
 // The one-launch geometry the row families share: `rows` rows per block of tpr * rows threads, over
 // rows_per_token * T + rows_fixed rows.
 Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel);
+// The launches of a row family: row_launch, or with a "split" parameter the two-pass split form
+// (KERNEL_stats: statistics per row and slice on a rows x split grid; KERNEL_write: every slice normalizes
+// itself, same grid).
+std::vector<Launch> row_or_split_launches(const Match& match, const ParamSet& params, const std::string& kernel);
 // Scratch of the split (two-launch) forms: `bytes` per row and slice; 0 without a split.
 int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes);
 int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t bytes);
