@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     module.add_argument("--dtype", choices=("f32", "f16"), default="f32")
     module.add_argument("--seed", type=int, default=0)
     module.add_argument("--eval", action="store_true", help="capture in eval mode (dropout off, running stats)")
+    module.add_argument("--static-shapes", action="store_true",
+                        help="keep every dim static (default: dim 0 of the batch inputs is the symbol T where export allows)")
     module.add_argument("--no-example-data", action="store_true",
                         help="write neither inputs.safetensors nor reference_outputs.safetensors")
     module.add_argument("-o", "--out", type=pathlib.Path, required=True)
@@ -73,7 +75,7 @@ def run(args) -> str:
                           seed=args.seed, link_weights=args.link_weights)
     from .module_capture import capture_module
     return capture_module(args.file, args.out, class_name=args.class_name, dtype=args.dtype, seed=args.seed,
-                          eval_mode=args.eval, example_data=not args.no_example_data)
+                          eval_mode=args.eval, example_data=not args.no_example_data, static_shapes=args.static_shapes)
 
 
 def _quiet() -> None:

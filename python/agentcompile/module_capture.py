@@ -2,7 +2,14 @@
 
 The file defines the module class (default `Model`), `get_init_inputs()` and `get_inputs()`. The model
 is built as `Model(*get_init_inputs())` and the inputs drawn by `get_inputs()`, each right after
-`torch.manual_seed(seed)`, so a capture is reproducible. Shapes are static. The model stays in its
+`torch.manual_seed(seed)`, so a capture is reproducible.
+
+The leading (batch) dim is kept symbolic where torch.export and the IR allow it: dim 0 of the inputs that
+share the first input's leading size (3 or more) becomes the IR symbol T (a `torch.export.Dim` from 2 to the
+example's size), and the manifest records the example's size, at which the function runs (`symbols: {"T": n}`). The
+compiler then checks candidates against its CPU reference at a small T and times them at n, so problems of
+billions of elements compile in seconds. Where the module fixes that dim (a view of a constant batch size,
+an op that needs the size as a number, ...) the capture is static, and a note says why. The model stays in its
 default (training) mode, as KernelBench runs it: batch norm normalizes with the batch's statistics and
 its running-statistics updates are dropped (noted in the manifest); dropout would be random there, so
 it is refused unless `--eval`. The example inputs and the eager outputs are written beside the IR
@@ -84,28 +91,75 @@ def _tensor_inputs(program, inputs) -> dict:
     return {spec.arg.name: x for spec, x in zip(specs, inputs) if isinstance(x, torch.Tensor)}
 
 
+def _batch_dim_choices(inputs) -> list:
+    """Sets of input positions whose dim 0 may become T, most inclusive first: every tensor input whose
+    leading size equals the first's, then the first alone. None when the first leading size is under 3
+    (torch.export specializes sizes 0 and 1, and T ranges from 2 to the example's size)."""
+    tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.dim() >= 1]
+    if not tensors or inputs[tensors[0]].shape[0] < 3:
+        return []
+    size = inputs[tensors[0]].shape[0]
+    shared = tuple(i for i in tensors if inputs[i].shape[0] == size)
+    return [shared] if shared == (tensors[0],) else [shared, (tensors[0],)]
+
+
+def _convert(program, inputs, name: str, symbolic: tuple):
+    """(module, function, converter) of one exported program; dim 0 of the inputs at `symbolic` is T."""
+    position = {spec.arg.name: i for i, spec in enumerate(s for s in program.graph_signature.input_specs
+                                                               if s.kind.name == "USER_INPUT")}
+    examples = _tensor_inputs(program, inputs)
+    module = Module(name)
+    converter = Converter(program, module, "forward",
+                          {n: UserInput(n, symbols={0: "T"} if position[n] in symbolic else {}) for n in examples})
+    function = converter.run()
+    module.functions.append(function)
+    return module, function, converter
+
+
+def _export_and_convert(model, inputs, name: str, what: str, static: bool):
+    """The first capture that works: with a symbolic batch dim (each choice of _batch_dim_choices), else
+    static. Returns (program, module, function, converter, T's example size or 0, why it is static)."""
+    why = "--static-shapes" if static else "the first input has no leading dim of size 3 or more"
+    for symbolic in ([] if static else _batch_dim_choices(inputs)):
+        size = inputs[symbolic[0]].shape[0]
+        batch = torch.export.Dim("T", min=2, max=size)
+        dynamic = tuple({0: batch} if i in symbolic else None for i in range(len(inputs)))
+        try:
+            with torch.no_grad():
+                program = export_core_aten(model, tuple(inputs), dynamic_shapes=dynamic, what=what)
+            return (program, *_convert(program, inputs, name, symbolic), size, "")
+        except CaptureError as e:  # the module fixes the size somewhere: try fewer symbolic inputs, then none
+            why = str(e)
+    with torch.no_grad():
+        program = export_core_aten(model, tuple(inputs), what=what)
+    return (program, *_convert(program, inputs, name, ()), 0, why)
+
+
 def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Model", dtype: str = "f32",
-                   seed: int = 0, eval_mode: bool = False, example_data: bool = True) -> str:
+                   seed: int = 0, eval_mode: bool = False, example_data: bool = True, static_shapes: bool = False) -> str:
     """Captures the problem into `out`; `example_data` also writes the example inputs and eager outputs
     (at KernelBench's published sizes those are gigabytes, so a benchmark leaves them out)."""
     model, inputs = build(path, class_name, dtype, seed, eval_mode, example_data)
-    with torch.no_grad():
-        program = export_core_aten(model, tuple(inputs), what=f"{path.name}:{class_name}")
+    program, module, function, converter, batch, why_static = _export_and_convert(
+        model, inputs, re.sub(r"\W", "_", path.stem), f"{path.name}:{class_name}", static_shapes)
     examples = _tensor_inputs(program, inputs)
-    module = Module(re.sub(r"\W", "_", path.stem))
-    converter = Converter(program, module, "forward", {name: UserInput(name) for name in examples})
-    function = converter.run()
-    module.functions.append(function)
 
     output_dtypes = _output_dtypes(program)
     output_names = ["output"] if len(output_dtypes) == 1 else [f"output_{i}" for i in range(len(output_dtypes))]
     notes = list(converter.notes)
+    if batch:
+        symbolic = [v.name for v in function.args if v.type.shape and v.type.shape[0] == "T"]
+        notes.insert(0, f"dim 0 of {', '.join(symbolic)} is the symbol T, captured at T={batch}: the function runs at "
+                        f"that size; the compiler validates at a smaller T")
+    else:
+        notes.insert(0, f"static shapes: {why_static}")
     if model.training and any(isinstance(m, MODE_DEPENDENT) for m in model.modules()):
         notes.insert(0, "captured in training mode (the module's default), as KernelBench runs it")
     manifest = {
         "kind": "module", "source": f"{path}:{class_name}", "torch": torch_version(), "dtype": dtype, "seed": seed,
-        "functions": {"forward": signature(function, input_torch_dtypes={n: x.dtype for n, x in examples.items()},
-                                           output_names=output_names, output_torch_dtypes=output_dtypes)},
+        "functions": {"forward": {**signature(function, input_torch_dtypes={n: x.dtype for n, x in examples.items()},
+                                              output_names=output_names, output_torch_dtypes=output_dtypes),
+                                  **({"symbols": {"T": batch}} if batch else {})}},
         "notes": notes,
     }
     write_capture(out, module, manifest, converter.tensors)

@@ -1,5 +1,6 @@
 """`capture module` on small KernelBench problems: the IR verifies in C++, and evaluating it reproduces the
 eager outputs the capture wrote (reference_outputs.safetensors) from its example inputs."""
+import json
 import pathlib
 import tempfile
 import unittest
@@ -38,7 +39,9 @@ class ModuleCaptureTest(unittest.TestCase):
         import ir_eval
         module = ir_eval.parse_module((out / "module.ir").read_text())
         weights = _load(out / "weights.safetensors") if (out / "weights.safetensors").exists() else {}
-        results = ir_eval.run_function(module, "forward", _load(out / "inputs.safetensors"), weights, {})
+        manifest = json.loads((out / "capture.json").read_text())
+        T = manifest["functions"]["forward"].get("symbols", {}).get("T", 1)
+        results = ir_eval.run_function(module, "forward", _load(out / "inputs.safetensors"), weights, {}, T=T)
         names = list(_load(out / "reference_outputs.safetensors"))
         return dict(zip(sorted(names, key=lambda n: int(n.rsplit("_", 1)[1]) if "_" in n else 0), results))
 
@@ -87,7 +90,39 @@ class ModuleCaptureTest(unittest.TestCase):
         import json
         out = self.capture("argmax_argmin_max_min")
         outputs = json.loads((out / "capture.json").read_text())["functions"]["forward"]["outputs"]
-        self.assertEqual(outputs[0], {"name": "output_0", "dtype": "i32", "shape": [3, 5], "torch_dtype": "int64"})
+        self.assertEqual(outputs[0], {"name": "output_0", "dtype": "i32", "shape": ["T", 5], "torch_dtype": "int64"})
+
+    def test_batch_dim_becomes_T_with_the_captured_size(self):
+        out = self.capture("relu")
+        manifest = json.loads((out / "capture.json").read_text())
+        self.assertEqual(manifest["functions"]["forward"]["symbols"], {"T": 16})
+        self.assertIn("%x: f32[T, 64]", (out / "module.ir").read_text())
+        self.assertTrue(manifest["notes"][0].startswith("dim 0 of x is the symbol T, captured at T=16"), manifest["notes"])
+
+    def test_a_module_that_fixes_its_batch_size_is_captured_static_with_the_reason(self):
+        problem = self.tmp / "fixed_batch.py"
+        problem.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                           "    def forward(self, x):\n        return x.reshape(16 * 64) * 2.0\n"
+                           "def get_inputs(): return [torch.randn(16, 64)]\ndef get_init_inputs(): return []\n")
+        from agentcompile.module_capture import capture_module
+        out = self.tmp / "fixed_batch"
+        capture_module(problem, out)
+        manifest = json.loads((out / "capture.json").read_text())
+        self.assertNotIn("symbols", manifest["functions"]["forward"])
+        self.assertTrue(manifest["notes"][0].startswith("static shapes: "), manifest["notes"])
+        self.assertIn("%x: f32[16, 64]", (out / "module.ir").read_text())
+        assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-6, 1e-6)
+
+    def test_static_shapes_flag_keeps_every_dim(self):
+        from agentcompile.module_capture import capture_module
+        problem = self.tmp / "relu_static.py"
+        problem.write_text(source("relu"))
+        out = self.tmp / "relu-static"
+        capture_module(problem, out, static_shapes=True)
+        manifest = json.loads((out / "capture.json").read_text())
+        self.assertNotIn("symbols", manifest["functions"]["forward"])
+        self.assertEqual(manifest["notes"][0], "static shapes: --static-shapes")
+        self.assertIn("%x: f32[16, 64]", (out / "module.ir").read_text())
 
     @unittest.skipUnless(cli_supports("capture"), "agentcompile is not built: its capture command is not tested")
     def test_agentcompile_capture_runs_the_python_tool(self):

@@ -156,7 +156,7 @@ Expected<std::vector<search::RegionMeasurement>> admit_regions(const ir::Module&
     const auto& site = f.partition.regions[static_cast<size_t>(region.plan.sites.front())];
     AC_ASSIGN_OR_RETURN(modules[r], analysis::extract_region(module, function, site));
     work.region_module = &modules[r];
-    work.bindings = validation_bindings(function.name);
+    work.bindings = validation_bindings(function.name, region.plan.summary, f.buckets.front().max_tokens);
     work.seeds = options.seeds;
     work.distributions = kDistributions;
     work.options.repetitions = options.repetitions;

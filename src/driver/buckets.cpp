@@ -9,11 +9,12 @@ namespace agentcompile::driver {
 // generation runs attention kernels chosen at its own length: up to 512 keys (timed at 256: a chat
 // turn's first replies, where the attention is all latency and smaller clusters win), 513-4k (timed
 // at 2k), 4k-16k (timed at 8k) and beyond (timed at 32k, or the model's maximum when that is shorter).
-std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens) {
+std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens, int64_t run_tokens) {
   const std::string& function = f.name;
   if (function != "decode" && function != "prefill") {
-    // A captured module's function: its shapes are static, so one bucket serves every call.
-    return {{function, 1, 1, 1, 0, 0, 0}};
+    // A captured module's function runs at one size (static shapes, or T bound to its captured size).
+    const int64_t T = std::max<int64_t>(run_tokens, 1);
+    return {{function, T, T, T, 0, 0, 0}};
   }
   if (function == "decode") {
     const int64_t max_context = std::max<int64_t>(max_tokens, 1);
@@ -34,12 +35,38 @@ std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens)
   return buckets;
 }
 
-// Validation sizes: odd token counts and positions so tile edges and offsets are exercised. A captured
-// module's function has static shapes: T and L do not occur in it.
-tune::RegionBindings validation_bindings(const std::string& function) {
+namespace {
+
+// Where a region whose size follows neither T nor the context is checked and timed: odd token counts and
+// positions so tile edges and offsets are exercised. A captured module's function has no cache.
+tune::RegionBindings fixed_bindings(const std::string& function) {
   if (function == "decode") return tune::RegionBindings{1, 512, 77};
   if (function == "prefill") return tune::RegionBindings{100, 256, 28};
   return tune::RegionBindings{1, 1, 0};
+}
+
+}  // namespace
+
+// A captured module's region that follows T (its batch dim, run at `run_tokens`) is checked against the
+// CPU reference at a smaller T: the largest of the odd sizes below (each just past one or two tiles of
+// 128, 64 or 32 rows, so second tiles and partial tiles both run) whose data and work, scaled down from
+// the summary's at `run_tokens`, stay within 256 MiB and 8 GFLOP a case. The same kernel code then runs
+// at `run_tokens`, where the candidates are timed.
+tune::RegionBindings validation_bindings(const std::string& function, const analysis::RegionSummary& summary, int64_t run_tokens) {
+  if (function == "decode" || function == "prefill" || !summary.depends_on_T || run_tokens <= 3) {
+    tune::RegionBindings fixed = fixed_bindings(function);
+    if (function != "decode" && function != "prefill") fixed.T = std::max<int64_t>(run_tokens, 1);
+    return fixed;
+  }
+  constexpr double kMaxBytes = 256.0 * (1 << 20), kMaxFlops = 8e9;
+  const double per_token_bytes = summary.bytes / static_cast<double>(run_tokens);
+  const double per_token_flops = summary.flops / static_cast<double>(run_tokens);
+  for (int64_t T : {259, 131, 67, 37, 19, 7}) {
+    if (T >= run_tokens) continue;
+    if (per_token_bytes * static_cast<double>(T) <= kMaxBytes && per_token_flops * static_cast<double>(T) <= kMaxFlops)
+      return tune::RegionBindings{T, 1, 0};
+  }
+  return tune::RegionBindings{3, 1, 0};
 }
 
 // Prefill regions whose shapes depend on T, and decode attention, whose time follows the context.
@@ -52,7 +79,7 @@ bool timed_per_bucket(const std::string& function, const analysis::RegionSummary
 // candidates that adapt their splits to the length rank as they will run at that length), or, for
 // regions whose time follows neither, at the validation size.
 tune::RegionBindings timing_bindings(const std::string& function, const emit::Bucket& bucket, bool per_bucket) {
-  if (!per_bucket) return validation_bindings(function);
+  if (!per_bucket) return fixed_bindings(function);
   if (bucket.bounds_context()) {
     const int64_t keys = bucket.timing_context;
     return tune::RegionBindings{1, (keys + 1023) / 1024 * 1024 + 1024, static_cast<int32_t>(keys - 1)};  // keys 0..pos

@@ -16,11 +16,12 @@
 
 namespace agentcompile::driver {
 
-// The buckets of a function of a model whose longest sequence is `max_tokens`.
-std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens);
+// The buckets of a function of a model whose longest sequence is `max_tokens`; a captured module's
+// function has one, at `run_tokens` (the size its symbol T runs at; 1 when its shapes are static).
+std::vector<emit::Bucket> buckets_for(const ir::Function& f, int64_t max_tokens, int64_t run_tokens = 1);
 
-// The size a function's regions are validated at.
-tune::RegionBindings validation_bindings(const std::string& function);
+// The size a region of `function` is validated at (`summary` gives its cost at `run_tokens`).
+tune::RegionBindings validation_bindings(const std::string& function, const analysis::RegionSummary& summary, int64_t run_tokens);
 
 // Whether a region's time follows the bucket's range (then it is timed once per bucket).
 bool timed_per_bucket(const std::string& function, const analysis::RegionSummary& summary);

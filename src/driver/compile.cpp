@@ -47,9 +47,24 @@ namespace {
 // chain searched by pairs of regions (picks change, so artifacts of 3 are compiled again); 5: timing
 // stops early for candidates clearly behind, and admission may reuse the tuning database. The tuning
 // database keys its entries by this too: a new version measures afresh.
-constexpr const char* kCompilerVersion = "agentcompile-compiler/5";
+constexpr const char* kCompilerVersion = "agentcompile-compiler/6";
 
 // The kernel templates are part of what a compile depends on (the artifact and the tuning database).
+// The size a captured module's function runs its symbol T at (capture.json `symbols`); 1 otherwise.
+int64_t captured_run_tokens(const frontend::ModelSource& source, const std::string& function) {
+  const frontend::CapturedFunction* f = source.capture ? source.capture->function(function) : nullptr;
+  return f && f->run_tokens > 0 ? f->run_tokens : 1;
+}
+
+// Those sizes as key text: the IR says T, the manifest what it runs at, and both pick the kernels.
+std::string run_sizes(const frontend::ModelSource& source) {
+  std::string text;
+  if (source.capture)
+    for (const auto& f : source.capture->functions)
+      if (f.run_tokens > 0) text += f.name + ":T=" + std::to_string(f.run_tokens) + ";";
+  return text;
+}
+
 std::string kernel_headers_hash() {
   support::Sha256 h;
   for (const auto& header : codegen::embedded_kernel_headers()) h.update(header.text);
@@ -214,6 +229,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                      .update(kCompilerVersion).update(ir_text).update(profile.arch).update(options.device_profile)
                      .update(artifact.nvrtc_version).update(artifact.options.dump()).update(gpu ? "gpu" : "nogpu")
                      .update(kernels_hash)
+                     .update(run_sizes(source))
                      .hex();
   const auto& c = source.config;
   artifact.model = {{"model_type", c.model_type}, {"source", support::utf8::repaired(options.model.string())}, {"dtype", std::string(ir::dtype_name(c.dtype))},
@@ -244,10 +260,11 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     f.name = function.name;
     f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,
                                                                                   .attention_prologue = !options.unfused});
-    f.buckets = driver::buckets_for(function, c.max_position_embeddings);
+    const int64_t run_tokens = captured_run_tokens(source, function.name);
+    f.buckets = driver::buckets_for(function, c.max_position_embeddings, run_tokens);
     const ir::SymbolBindings bindings = function.name == "decode"    ? ir::SymbolBindings{1, 2048}
                                         : function.name == "prefill" ? ir::SymbolBindings{512, 512}
-                                                                     : ir::SymbolBindings{1, 1};
+                                                                     : ir::SymbolBindings{run_tokens, 1};
     auto unique = analysis::unique_regions(module, function, f.partition, bindings);
     f.unique_of_region.assign(f.partition.regions.size(), -1);
     // Plan right away (needs the partition alive): candidates per unique region.

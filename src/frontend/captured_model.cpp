@@ -90,6 +90,23 @@ Status check_lm_signature(const ir::Function& f, bool decode) {
   return Status::ok();
 }
 
+// A module function runs at one size: its interface may use T only where capture.json binds it, and
+// never L (a module has no cache).
+Status check_module_symbols(const ir::Function& function, const CapturedFunction& f) {
+  std::vector<ir::ValueId> interface = function.args;
+  interface.insert(interface.end(), function.results.begin(), function.results.end());
+  for (ir::ValueId v : interface)
+    for (const ir::Dim& dim : function.type(v).shape) {
+      if (dim.symbol == ir::Symbol::kL)
+        return error(ErrorCode::kMismatch, "@" + f.name + " " + function.value(v).name + " is " + function.type(v).to_string() +
+                                               ": a captured module has no cache, so no dim can be L");
+      if (dim.symbol == ir::Symbol::kT && f.run_tokens == 0)
+        return error(ErrorCode::kMismatch, "@" + f.name + " " + function.value(v).name + " is " + function.type(v).to_string() +
+                                               " but capture.json gives no size for T (functions." + f.name + ".symbols)");
+    }
+  return Status::ok();
+}
+
 }  // namespace
 
 const CapturedFunction* CaptureManifest::function(const std::string& name) const {
@@ -132,6 +149,16 @@ Expected<CaptureManifest> read_capture_manifest(const fs::path& dir) {
     f.name = name;
     AC_ASSIGN_OR_RETURN(f.inputs, read_tensors(dir, entry.value("inputs", json::array()), "functions." + name + ".inputs"));
     AC_ASSIGN_OR_RETURN(f.outputs, read_tensors(dir, entry.value("outputs", json::array()), "functions." + name + ".outputs"));
+    if (auto symbols = entry.find("symbols"); symbols != entry.end()) {
+      const std::string where = "functions." + name + ".symbols";
+      if (!symbols->is_object()) return manifest_error(dir, where + " must be an object like {\"T\": 4096}");
+      for (const auto& [symbol, size] : symbols->items()) {
+        if (symbol != "T") return manifest_error(dir, where + " names \"" + symbol + "\": only T can be bound");
+        if (!size.is_number_integer() || size.get<int64_t>() < 1 || size.get<int64_t>() > (int64_t{1} << 31))
+          return manifest_error(dir, where + ".T must be an integer from 1 to 2^31, not " + size.dump());
+        f.run_tokens = size.get<int64_t>();
+      }
+    }
     m.functions.push_back(std::move(f));
   }
   if (auto it = raw.find("notes"); it != raw.end() && it->is_array())
@@ -155,6 +182,7 @@ Expected<ir::Module> read_captured_module(const fs::path& dir, const CaptureMani
       if (std::string(ir::dtype_name(function->type(function->args[i]).dtype)) != f.inputs[i].dtype)
         return error(ErrorCode::kMismatch, path.string() + ": @" + f.name + " argument " + std::to_string(i) + " is " +
                                                function->type(function->args[i]).to_string() + ", capture.json says " + f.inputs[i].dtype);
+    if (!manifest.is_causal_lm()) AC_TRY(check_module_symbols(*function, f).with_context(path.string()));
   }
   if (manifest.is_causal_lm()) {
     const ir::Function* prefill = module.find_function("prefill");

@@ -33,6 +33,9 @@ struct CapturedTensor {
 struct CapturedFunction {
   std::string name;
   std::vector<CapturedTensor> inputs, outputs;
+  // A module function whose batch dim is the symbol T (`symbols: {"T": n}`): the size it was captured
+  // at, which it runs at; the compiler validates at a smaller T. 0 when T does not occur.
+  int64_t run_tokens = 0;
 };
 
 struct CaptureManifest {
@@ -54,7 +57,8 @@ bool is_capture_dir(const std::filesystem::path& dir);
 Expected<CaptureManifest> read_capture_manifest(const std::filesystem::path& dir);
 
 // Parses and verifies module.ir and checks it against the manifest: every function the manifest
-// lists exists with its inputs, and a causal LM has prefill(tokens: i32[T], pos: i32[]) and
+// lists exists with its inputs, a module function uses no symbol but T and only with a size for it
+// (`symbols`), and a causal LM has prefill(tokens: i32[T], pos: i32[]) and
 // decode(tokens: i32[1], pos: i32[]) returning logits [1, V], and [L, KV, D] KV states.
 Expected<ir::Module> read_captured_module(const std::filesystem::path& dir, const CaptureManifest& manifest);
 

@@ -43,6 +43,7 @@ class FunctionRunner::Impl {
   std::vector<tune::DeviceBuffer> arguments;
   std::unique_ptr<runtime::FunctionExecutor> executor;
   CUstream external_stream = nullptr;
+  int64_t tokens = 1;  // T of every call: the size the capture binds it to (1 for static shapes)
   std::unique_ptr<runtime::DecodeGraph> graph;  // the call captured once, for device-side replays
 };
 
@@ -85,6 +86,7 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
     for (const auto& f : module.functions) names += (names.empty() ? "@" : ", @") + f.name;
     return error(ErrorCode::kNotFound, options.model.string() + " has no function @" + name + " (it has " + names + ")");
   }
+  tokens = runtime::run_tokens(*function, source);
   AC_ASSIGN_OR_RETURN(input_specs, runtime::argument_specs(*function, source));
   AC_ASSIGN_OR_RETURN(output_specs, runtime::result_specs(*function, source));
 
@@ -124,7 +126,7 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
     arguments.push_back(std::move(buffer));
   }
   bind.programmatic_launch = options.programmatic_launch && context->info().sm_major >= 9;
-  AC_ASSIGN_OR_RETURN(executor, runtime::FunctionExecutor::create(*function, artifact, kernels, bind, 1));
+  AC_ASSIGN_OR_RETURN(executor, runtime::FunctionExecutor::create(*function, artifact, kernels, bind, tokens));
   return tune::cuda_status(api().StreamSynchronize(stream()), "cuStreamSynchronize");
 }
 
@@ -138,7 +140,7 @@ Status FunctionRunner::Impl::upload_inputs(const std::vector<Tensor>& inputs) {
 Expected<std::vector<Tensor>> FunctionRunner::Impl::download_outputs() {
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < output_specs.size(); ++i) {
-    AC_ASSIGN_OR_RETURN(CUdeviceptr address, executor->result_address(1, i));
+    AC_ASSIGN_OR_RETURN(CUdeviceptr address, executor->result_address(tokens, i));
     Tensor out;
     out.name = output_specs[i].name;
     out.dtype = output_specs[i].dtype;
@@ -166,7 +168,7 @@ const std::string& FunctionRunner::artifact() const { return impl_->artifact_dir
 
 Expected<std::vector<Tensor>> FunctionRunner::run(const std::vector<Tensor>& inputs) {
   AC_TRY(impl_->upload_inputs(inputs));
-  AC_TRY(impl_->executor->enqueue(1, 1, impl_->stream()));
+  AC_TRY(impl_->executor->enqueue(impl_->tokens, 1, impl_->stream()));
   AC_TRY(synchronize());
   return impl_->download_outputs();
 }
@@ -193,20 +195,20 @@ Status FunctionRunner::copy_output_to_device(size_t index, uint64_t device_ptr, 
     return error(ErrorCode::kInvalidArgument, "output " + impl_->output_specs[index].name + " is " + std::to_string(expected) + " bytes, not " +
                                                   std::to_string(bytes));
   if (bytes == 0) return Status::ok();
-  AC_ASSIGN_OR_RETURN(CUdeviceptr address, impl_->executor->result_address(1, index));
+  AC_ASSIGN_OR_RETURN(CUdeviceptr address, impl_->executor->result_address(impl_->tokens, index));
   return tune::cuda_status(api().MemcpyDtoDAsync(static_cast<CUdeviceptr>(device_ptr), address, bytes, impl_->stream()),
                            "cuMemcpyDtoDAsync(output " + impl_->output_specs[index].name + ")");
 }
 
 Status FunctionRunner::prepare_graph() {
   Impl& m = *impl_;
-  AC_ASSIGN_OR_RETURN(m.graph, runtime::DecodeGraph::capture(m.stream(), [&m] { return m.executor->enqueue(1, 1, m.stream()); }));
+  AC_ASSIGN_OR_RETURN(m.graph, runtime::DecodeGraph::capture(m.stream(), [&m] { return m.executor->enqueue(m.tokens, 1, m.stream()); }));
   return Status::ok();
 }
 
 Status FunctionRunner::enqueue() {
   Impl& m = *impl_;
-  return m.graph ? m.graph->launch(m.stream()) : m.executor->enqueue(1, 1, m.stream());
+  return m.graph ? m.graph->launch(m.stream()) : m.executor->enqueue(m.tokens, 1, m.stream());
 }
 
 Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs, int warmup, int repetitions, bool cuda_graph) {
@@ -214,9 +216,9 @@ Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs,
   AC_TRY(impl_->upload_inputs(inputs));
   Impl& m = *impl_;
   const CUstream stream = m.stream();
-  auto call = [&m, stream] { return m.executor->enqueue(1, 1, stream); };
+  auto call = [&m, stream] { return m.executor->enqueue(m.tokens, 1, stream); };
   FunctionTiming timing;
-  AC_ASSIGN_OR_RETURN(timing.launches, m.executor->launches(1, 1));
+  AC_ASSIGN_OR_RETURN(timing.launches, m.executor->launches(m.tokens, 1));
   std::unique_ptr<runtime::DecodeGraph> graph;
   if (cuda_graph) {
     AC_ASSIGN_OR_RETURN(graph, runtime::DecodeGraph::capture(stream, call));

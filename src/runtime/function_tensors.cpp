@@ -15,7 +15,7 @@ Expected<ir::DType> dtype_of(const std::string& name, const std::string& what) {
 }
 
 Expected<std::vector<TensorSpec>> specs_of(const ir::Function& f, const std::vector<ir::ValueId>& values,
-                                            const std::vector<frontend::CapturedTensor>* names, const char* what) {
+                                            const std::vector<frontend::CapturedTensor>* names, int64_t run_tokens, const char* what) {
   std::vector<TensorSpec> specs;
   for (size_t i = 0; i < values.size(); ++i) {
     const ir::TensorType& type = f.type(values[i]);
@@ -23,9 +23,13 @@ Expected<std::vector<TensorSpec>> specs_of(const ir::Function& f, const std::vec
     spec.name = names && i < names->size() ? (*names)[i].name : f.value(values[i]).name;
     spec.dtype = std::string(ir::dtype_name(type.dtype));
     for (const ir::Dim& dim : type.shape) {
+      if (dim.symbol == ir::Symbol::kT && run_tokens > 0) {
+        spec.shape.push_back(run_tokens);
+        continue;
+      }
       if (!dim.is_static())
         return error(ErrorCode::kUnsupported, "@" + f.name + " " + what + " " + spec.name + " is " + type.to_string() +
-                                                  ": only functions of static shapes run this way");
+                                                  ": only functions of static shapes (or T bound by the capture) run this way");
       spec.shape.push_back(dim.value);
     }
     specs.push_back(std::move(spec));
@@ -46,14 +50,19 @@ size_t tensor_bytes(const TensorSpec& spec) {
   return dtype ? count * ir::dtype_size(*dtype) : 0;
 }
 
+int64_t run_tokens(const ir::Function& function, const frontend::ModelSource& source) {
+  const auto* c = captured(function, source);
+  return c && c->run_tokens > 0 ? c->run_tokens : 1;
+}
+
 Expected<std::vector<TensorSpec>> argument_specs(const ir::Function& function, const frontend::ModelSource& source) {
   const auto* c = captured(function, source);
-  return specs_of(function, function.args, c ? &c->inputs : nullptr, "argument");
+  return specs_of(function, function.args, c ? &c->inputs : nullptr, run_tokens(function, source), "argument");
 }
 
 Expected<std::vector<TensorSpec>> result_specs(const ir::Function& function, const frontend::ModelSource& source) {
   const auto* c = captured(function, source);
-  return specs_of(function, function.results, c ? &c->outputs : nullptr, "result");
+  return specs_of(function, function.results, c ? &c->outputs : nullptr, run_tokens(function, source), "result");
 }
 
 Status check_inputs(const std::vector<Tensor>& inputs, const std::vector<TensorSpec>& specs) {

@@ -103,6 +103,53 @@ TEST_F(CapturedModel, CompilesForANamedDeviceProfile) {
   EXPECT_TRUE(fs::exists(dir_ / "artifact" / "metadata.json")) << run.output;
 }
 
+// The same module with its batch dim as T, bound by the manifest to the size it was captured at.
+void make_batch_symbolic(const fs::path& dir, const std::string& symbols) {
+  std::string module = kModule, manifest = kManifest;
+  for (size_t at; (at = module.find("f32[4, 8]")) != std::string::npos;) module.replace(at, 9, "f32[T, 8]");
+  for (size_t at; (at = manifest.find("[4, 8]")) != std::string::npos;) manifest.replace(at, 6, "[\"T\", 8]");
+  if (!symbols.empty()) manifest.replace(manifest.rfind("]}}}"), 4, "], \"symbols\": " + symbols + "}}}");
+  write(dir / "module.ir", module);
+  write(dir / "capture.json", manifest);
+}
+
+TEST_F(CapturedModel, BatchSymbolRunsAtTheCapturedSize) {
+  make_batch_symbolic(dir_, R"({"T": 4})");
+  std::vector<float> expected;
+  for (size_t i = 0; i < x_.size(); ++i) expected.push_back(std::exp(x_[i] * w_[i % 8]));
+  write_f32(dir_ / "expected.safetensors", "out", {4, 8}, expected);
+  auto run = run_cli("run-function " + dir_.string() + " --cpu --inputs " + (dir_ / "inputs.safetensors").string() + " --check " +
+                     (dir_ / "expected.safetensors").string());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // Another batch size than the captured one is refused by name.
+  write_f32(dir_ / "bad.safetensors", "x", {2, 8}, std::vector<float>(x_.begin(), x_.begin() + 16));
+  run = run_cli("run-function " + dir_.string() + " --cpu --inputs " + (dir_ / "bad.safetensors").string());
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("x is f32[2, 8], the function takes f32[4, 8]"), std::string::npos) << run.output;
+}
+
+TEST_F(CapturedModel, BatchSymbolCompilesOneBucketAtTheCapturedSize) {
+  make_batch_symbolic(dir_, R"({"T": 4})");
+  auto run = run_cli("compile " + dir_.string() + " -o " + (dir_ / "artifact").string() + " --device-profile h200");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(dir_ / "artifact" / "metadata.json");
+  const std::string metadata((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(metadata.find(R"("max_tokens": 4,)"), std::string::npos) << metadata.substr(0, 2000);
+}
+
+TEST_F(CapturedModel, BatchSymbolNeedsASizeInTheManifest) {
+  make_batch_symbolic(dir_, "");
+  EXPECT_NE(open_error().find("capture.json gives no size for T (functions.forward.symbols)"), std::string::npos) << open_error();
+  make_batch_symbolic(dir_, R"({"T": 0})");
+  EXPECT_NE(open_error().find("functions.forward.symbols.T must be an integer from 1 to 2^31, not 0"), std::string::npos) << open_error();
+  make_batch_symbolic(dir_, R"({"T": "4"})");
+  EXPECT_NE(open_error().find("functions.forward.symbols.T must be an integer"), std::string::npos) << open_error();
+  make_batch_symbolic(dir_, R"({"L": 4})");
+  EXPECT_NE(open_error().find("names \"L\": only T can be bound"), std::string::npos) << open_error();
+  make_batch_symbolic(dir_, R"([4])");
+  EXPECT_NE(open_error().find("functions.forward.symbols must be an object"), std::string::npos) << open_error();
+}
+
 TEST_F(CapturedModel, MissingModuleIsNamed) {
   fs::remove(dir_ / "module.ir");
   EXPECT_NE(open_error().find("module.ir"), std::string::npos) << open_error();

@@ -47,7 +47,7 @@ class CublasFamily final : public TemplateFamily {
     std::ostringstream name;
     if (m.variant == "program") {
       const int64_t M = m.facts.at("M");
-      name << "cublas_mm_" << dtype_tag(m.dtype) << "_b" << m.facts.at("batch") << "_m" << (M ? std::to_string(M) : "T") << "_n"
+      name << "cublas_mm_" << dtype_tag(m.dtype) << "_b" << (m.facts.count("batch_T") ? std::string("T") : std::to_string(m.facts.at("batch"))) << "_m" << (M ? std::to_string(M) : "T") << "_n"
            << m.facts.at("N") << "_k" << m.facts.at("K") << "_t" << m.facts.at("trans_a") << m.facts.at("trans_b");
       if (m.facts.at("epilogue")) name << "_" << decode_row_program(m).ops_tag() << "_" << row_program_digest(m);
       return name.str();

@@ -77,14 +77,20 @@ std::optional<Match> match_general_matmul(const RegionContext& ctx) {
     m.facts["trans_a"] = 0;
     m.facts["trans_b"] = 1;
   } else {
-    // a[..., M, K] @ b[..., K, N], batch dims equal and static.
-    if (!ir::shape_is_static(out.shape)) return std::nullopt;
+    // a[..., M, K] @ b[..., K, N], batch dims equal and static, or T leading: M itself when there are
+    // no batch dims (a captured module's batch rows), else the one batch dim.
     const size_t r = out.shape.size();
-    batch = product(out.shape, 0, r - 2);
-    M = out.shape[r - 2].value;
+    if (r < 2 || x.size() != r || y.size() != r) return std::nullopt;
+    const bool leading_T = !out.shape[0].is_static();
+    if (leading_T && (out.shape[0].symbol != ir::Symbol::kT || r > 3)) return std::nullopt;
+    for (size_t d = leading_T ? 1 : 0; d < r; ++d)
+      if (!out.shape[d].is_static()) return std::nullopt;
+    if (!x[r - 1].is_static()) return std::nullopt;
+    if (leading_T && r == 3) m.facts["batch_T"] = 1;
+    batch = leading_T ? 1 : product(out.shape, 0, r - 2);
+    M = leading_T && r == 2 ? 0 : out.shape[r - 2].value;
     N = out.shape[r - 1].value;
     K = x[r - 1].value;
-    (void)y;
     m.facts["trans_a"] = a->transposed;
     m.facts["trans_b"] = b->transposed;
   }
@@ -135,7 +141,7 @@ std::vector<Launch> general_matmul_launches(const Match& m, const std::string& b
                        {"m", M == 0 ? "T" : std::to_string(M)},
                        {"n", std::to_string(N)},
                        {"k", std::to_string(K)},
-                       {"batch", std::to_string(m.facts.at("batch"))},
+                       {"batch", m.facts.count("batch_T") ? "T" : std::to_string(m.facts.at("batch"))},
                        {"trans_a", ta ? "1" : "0"},
                        {"trans_b", tb ? "1" : "0"},
                        {"ab_dtype", std::string(ir::dtype_name(m.dtype))},
@@ -151,13 +157,16 @@ std::vector<Launch> general_matmul_launches(const Match& m, const std::string& b
   return {gemm, program};
 }
 
-// The fp32 product: [batch, M, N] (M may be T).
+// The fp32 product: [batch, M, N] (M or the batch may be T).
 int64_t general_matmul_workspace_per_token(const Match& m) {
-  return m.facts.at("epilogue") && m.facts.at("M") == 0 ? m.facts.at("N") * 4 : 0;
+  if (!m.facts.at("epilogue")) return 0;
+  if (m.facts.at("M") == 0) return m.facts.at("N") * 4;
+  return m.facts.count("batch_T") ? m.facts.at("M") * m.facts.at("N") * 4 : 0;
 }
 
 int64_t general_matmul_workspace_fixed(const Match& m) {
-  return m.facts.at("epilogue") && m.facts.at("M") != 0 ? m.facts.at("batch") * m.facts.at("M") * m.facts.at("N") * 4 : 0;
+  return m.facts.at("epilogue") && m.facts.at("M") != 0 && !m.facts.count("batch_T") ? m.facts.at("batch") * m.facts.at("M") * m.facts.at("N") * 4
+                                                                                      : 0;
 }
 
 }  // namespace agentcompile::plan
