@@ -2,7 +2,8 @@
 """KernelBench on captured modules (BENCHMARK.md, "KernelBench"): capture, compile, check, time.
 
 For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels and every dtype:
-  1. capture   `python3 -m agentcompile.capture module FILE --dtype D --seed 0 --no-example-data -o WORK/cap/NAME-D`
+  1. capture   `python3 -m agentcompile.capture module FILE --dtype D --seed 0 --no-example-data -o WORK/cap/NAME-D`,
+               all problems in one process first (bench/kernelbench_capture.py: torch is imported once)
   2. compile   `agentcompile compile WORK/cap/NAME-D -o WORK/art/NAME-D` (validated and timed on this GPU)
   Both run as subprocesses before this process touches CUDA (compiling forks GPU workers).
   3. check     KernelBench's rule: for each of --seeds seeds, inputs from get_inputs() under that seed, the
@@ -13,7 +14,8 @@ For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels
                eager, torch.compile(model) (default mode) and agentcompile (one call = a CUDA-graph replay of
                the function's kernels; inputs already in its buffers), all in this process, one after another.
 A problem that cannot be captured, compiled or checked counts as incorrect (never skipped); the reason is
-recorded. fast_p = share of problems that are correct and more than p times faster than the baseline
+recorded. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
+is not evaluated again), so a benchmark can be spread over several calls with --budget. fast_p = share of problems that are correct and more than p times faster than the baseline
 (fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
 results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
 and plot.png. TF32 stays off (torch's default for matmuls); the table says so.
@@ -245,6 +247,45 @@ def environment(args) -> dict:
                                      capture_output=True, text=True).stdout.strip()}
 
 
+def capture_all(args, problems, state, work: pathlib.Path, env) -> None:
+    """Captures every problem not captured yet in one Python process (bench/kernelbench_capture.py),
+    recording each outcome in `state`."""
+    jobs, keys = [], []
+    for level, path in problems:
+        for dtype in args.dtypes:
+            key = f"L{level}/{path.stem}/{dtype}"
+            if not state.get(key, {}).get("compiled") and not state.get(key, {}).get("captured"):
+                keys.append(key)
+                jobs.append({"file": str(path), "dtype": dtype, "seed": args.model_seed,
+                             "out": str(work / "cap" / f"L{level}-{path.stem}-{dtype}")})
+    if not jobs:
+        return
+    jobs_path = work / "capture_jobs.json"
+    jobs_path.write_text(json.dumps(jobs))
+    done = {}
+    start = time.time()
+    try:
+        proc = subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_capture.py"), str(jobs_path)], capture_output=True,
+                              text=True, env=env, timeout=args.capture_timeout + 20 * len(jobs))
+        output, errors = proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        output = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        errors = "timed out"
+    (work / "logs" / "capture-batch.log").write_text(output + "\n" + (errors or ""))
+    for line in output.splitlines():
+        try:
+            item = json.loads(line)
+            done[item["out"]] = item
+        except (json.JSONDecodeError, KeyError):
+            continue
+    for key, job in zip(keys, jobs):
+        if job["out"] in done:
+            item = done[job["out"]]
+            state[key] = {"captured": item["ok"], "capture_s": item["seconds"], "capture_message": item["message"]}
+    log(f"captured {sum(1 for d in done.values() if d['ok'])} of {len(jobs)} problems in one process in {time.time() - start:.0f} s"
+        f"{'' if len(done) == len(jobs) else f' ({len(jobs) - len(done)} left to capture one by one)'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", default=str(ROOT / "build" / "agentcompile"))
@@ -263,6 +304,8 @@ def main() -> int:
     parser.add_argument("--compile-args", default="", help="extra arguments for agentcompile compile")
     parser.add_argument("--budget", type=float, default=0, help="stop starting new problems after this many seconds (0: none)")
     parser.add_argument("--phase", choices=["all", "compile", "evaluate"], default="all")
+    parser.add_argument("--eval-budget", type=float, default=0,
+                        help="stop starting evaluations after this many seconds of the evaluate phase (0: none); the rest wait for a later run")
     args = parser.parse_args()
 
     start = time.time()
@@ -274,6 +317,8 @@ def main() -> int:
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
 
     if args.phase in ("all", "compile"):
+        capture_all(args, problems, state, work, env)
+        state_path.write_text(json.dumps(state, indent=1))
         for level, path in problems:
             for dtype in args.dtypes:
                 key = f"L{level}/{path.stem}/{dtype}"
@@ -284,9 +329,13 @@ def main() -> int:
                     continue
                 cap, art = work / "cap" / f"L{level}-{path.stem}-{dtype}", work / "art" / f"L{level}-{path.stem}-{dtype}"
                 entry = {"cap": str(cap), "art": str(art)}
-                ok, last, seconds = run([sys.executable, "-m", "agentcompile.capture", "module", str(path), "--dtype", dtype,
-                                         "--seed", str(args.model_seed), "--no-example-data", "-o", str(cap)],
-                                        args.capture_timeout, work / "logs" / f"{key.replace('/', '-')}-capture.log", env)
+                earlier = state.get(key, {})
+                if "captured" in earlier:  # by the batch (or an earlier run)
+                    ok, last, seconds = earlier["captured"], earlier.get("capture_message", ""), earlier.get("capture_s", 0)
+                else:
+                    ok, last, seconds = run([sys.executable, "-m", "agentcompile.capture", "module", str(path), "--dtype", dtype,
+                                             "--seed", str(args.model_seed), "--no-example-data", "-o", str(cap)],
+                                            args.capture_timeout, work / "logs" / f"{key.replace('/', '-')}-capture.log", env)
                 entry["capture_s"] = round(seconds, 2)
                 if not ok:
                     entry.update(compiled=False, reason="capture failed: " + last)
@@ -294,7 +343,7 @@ def main() -> int:
                     cmd = [args.cli, "compile", str(cap), "-o", str(art)] + args.compile_args.split()
                     ok, last, seconds = run(cmd, args.compile_timeout, work / "logs" / f"{key.replace('/', '-')}-compile.log")
                     entry["compile_s"] = round(seconds, 2)
-                    entry.update(compiled=ok, reason="" if ok else "compile failed: " + last)
+                    entry.update(compiled=ok, reason="" if ok else "compile failed: " + last, compiled_at=time.time())
                 log(f"{key}: {'compiled' if entry['compiled'] else entry['reason']} ({entry.get('capture_s', 0)} + {entry.get('compile_s', 0)} s)")
                 state[key] = entry
                 state_path.write_text(json.dumps(state, indent=1))
@@ -308,12 +357,18 @@ def main() -> int:
     doc = json.loads(results_path.read_text()) if results_path.exists() else {"problems": {}}
     doc["environment"] = environment(args)
     doc["settings"] = {"seeds": args.seeds, "warmup": args.warmup, "trials": args.trials, "tf32": False}
+    evaluate_start = time.time()
     for level, path in problems:
         for dtype in args.dtypes:
             key = f"L{level}/{path.stem}/{dtype}"
+            if args.eval_budget and time.time() - evaluate_start > args.eval_budget:
+                continue
             entry = {"level": level, "problem": path.stem, "dtype": dtype}
             compiled = state.get(key, {})
-            entry.update({k: compiled[k] for k in ("capture_s", "compile_s") if k in compiled})
+            entry.update({k: compiled[k] for k in ("capture_s", "compile_s", "compiled_at") if k in compiled})
+            earlier = doc["problems"].get(key, {})
+            if compiled.get("compiled") and earlier.get("compiled_at") == compiled.get("compiled_at") and "eager_ms" in earlier:
+                continue  # evaluated by an earlier run on this very artifact
             if not compiled.get("compiled"):
                 entry.update(correct=False, reason=compiled.get("reason", "not compiled"))
             else:
