@@ -118,7 +118,8 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   }
   AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module, *source.weights));
   AC_ASSIGN_OR_RETURN(weights, runtime::DeviceWeights::upload(module, *source.weights, derived.get()));
-  AC_ASSIGN_OR_RETURN(cache, runtime::KvCache::allocate(module, 1));
+  // A module has no cache: its rows only have to cover the call's tokens, which the executor checks.
+  AC_ASSIGN_OR_RETURN(cache, runtime::KvCache::allocate(module, tokens));
   runtime::FunctionExecutor::Bindings bind{&weights, &cache, library.get(), {}};
   for (const TensorSpec& spec : input_specs) {
     AC_ASSIGN_OR_RETURN(tune::DeviceBuffer buffer, tune::DeviceBuffer::allocate(std::max<size_t>(runtime::tensor_bytes(spec), 16)));
@@ -168,7 +169,7 @@ const std::string& FunctionRunner::artifact() const { return impl_->artifact_dir
 
 Expected<std::vector<Tensor>> FunctionRunner::run(const std::vector<Tensor>& inputs) {
   AC_TRY(impl_->upload_inputs(inputs));
-  AC_TRY(impl_->executor->enqueue(impl_->tokens, 1, impl_->stream()));
+  AC_TRY(impl_->executor->enqueue(impl_->tokens, impl_->tokens, impl_->stream()));
   AC_TRY(synchronize());
   return impl_->download_outputs();
 }
@@ -202,13 +203,13 @@ Status FunctionRunner::copy_output_to_device(size_t index, uint64_t device_ptr, 
 
 Status FunctionRunner::prepare_graph() {
   Impl& m = *impl_;
-  AC_ASSIGN_OR_RETURN(m.graph, runtime::DecodeGraph::capture(m.stream(), [&m] { return m.executor->enqueue(m.tokens, 1, m.stream()); }));
+  AC_ASSIGN_OR_RETURN(m.graph, runtime::DecodeGraph::capture(m.stream(), [&m] { return m.executor->enqueue(m.tokens, m.tokens, m.stream()); }));
   return Status::ok();
 }
 
 Status FunctionRunner::enqueue() {
   Impl& m = *impl_;
-  return m.graph ? m.graph->launch(m.stream()) : m.executor->enqueue(m.tokens, 1, m.stream());
+  return m.graph ? m.graph->launch(m.stream()) : m.executor->enqueue(m.tokens, m.tokens, m.stream());
 }
 
 Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs, int warmup, int repetitions, bool cuda_graph) {
@@ -216,9 +217,9 @@ Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs,
   AC_TRY(impl_->upload_inputs(inputs));
   Impl& m = *impl_;
   const CUstream stream = m.stream();
-  auto call = [&m, stream] { return m.executor->enqueue(m.tokens, 1, stream); };
+  auto call = [&m, stream] { return m.executor->enqueue(m.tokens, m.tokens, stream); };
   FunctionTiming timing;
-  AC_ASSIGN_OR_RETURN(timing.launches, m.executor->launches(m.tokens, 1));
+  AC_ASSIGN_OR_RETURN(timing.launches, m.executor->launches(m.tokens, m.tokens));
   std::unique_ptr<runtime::DecodeGraph> graph;
   if (cuda_graph) {
     AC_ASSIGN_OR_RETURN(graph, runtime::DecodeGraph::capture(stream, call));
