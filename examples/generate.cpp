@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agentcompile/engine.h"
+#include "agentcompile/first_use.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
 
   agentcompile::EngineOptions options;
   options.model = argv[1];
-  auto engine = agentcompile::Engine::load(options, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  auto engine = agentcompile::load_engine(options, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
   if (!engine) {
     std::fprintf(stderr, "%s\n", engine.status().to_string().c_str());
     return 1;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "commands.h"
-#include "driver/model_module.h"
+#include "emit/model_module.h"
 #include "frontend/model_source.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -33,7 +33,7 @@ std::string param_group(const std::string& name) {
 void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out) {
   auto source = frontend::open_model(model_path, /*with_weights=*/false);
   if (!source) fail(source.status().to_string());
-  auto prepared = driver::model_module(*source);
+  auto prepared = emit::model_module(*source);
   if (!prepared) fail(prepared.status().to_string());
   const ir::Module* module = &prepared->module;
   for (const auto& line : prepared->recognized) std::printf("recognized %s\n", line.c_str());

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agentcompile/first_use.h"
 #include "agentcompile/function.h"
 #include "commands.h"
 #include "engine_flags.h"
@@ -177,7 +178,7 @@ void run_function(RunFunctionFlags flags) {
     if (!result) fail(result.status().to_string());
     outputs = std::move(*result);
   } else {
-    auto loaded = FunctionRunner::load(engine_options(flags.engine), flags.function, [&](const std::string& line) {
+    auto loaded = load_function_runner(engine_options(flags.engine), flags.function, [&](const std::string& line) {
       if (!flags.json) std::fprintf(stderr, "%s\n", line.c_str());
     });
     if (!loaded) fail(loaded.status().to_string());

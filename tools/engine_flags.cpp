@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "agentcompile/first_use.h"
 #include "commands.h"
 
 namespace agentcompile::tools {
@@ -37,7 +38,7 @@ EngineOptions engine_options(const EngineFlags& flags) {
 }
 
 std::unique_ptr<Engine> load_engine_or_fail(const EngineFlags& flags, bool quiet) {
-  auto engine = Engine::load(engine_options(flags), [quiet](const std::string& line) {
+  auto engine = load_engine(engine_options(flags), [quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   });
   if (!engine) fail(engine.status().to_string());

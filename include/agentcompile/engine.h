@@ -2,7 +2,7 @@
 //
 //   agentcompile::EngineOptions options;
 //   options.model = "checkpoints/qwen3-1.7b";
-//   auto engine = agentcompile::Engine::load(options, progress);   // compiles on first use
+//   auto engine = agentcompile::load_engine(options, progress);   // compiles on first use (first_use.h)
 //   agentcompile::GenerateOptions g;
 //   g.max_new_tokens = 64;
 //   auto result = (*engine)->generate(prompt_ids, g, [](int32_t id) { ...; return true; });
@@ -12,6 +12,10 @@
 // once into a CUDA graph and replayed per token, sampling on the device. Errors (a prompt longer than
 // the context, not enough device memory, a kernel missing from the artifact) are returned, never
 // printed; no wrong kernel ever runs.
+//
+// Engine::load itself never compiles: it runs from an artifact that fits the model on this GPU, or
+// says why none does. agentcompile::load_engine (first_use.h, which links the compiler) compiles one
+// first when needed; a process that only runs models links the runtime alone.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +33,14 @@ namespace agentcompile {
 
 struct EngineOptions {
   std::filesystem::path model;        // HF checkpoint directory or .gguf file (weights needed)
-  std::filesystem::path artifact;     // a compiled artifact to use; empty: the cache (compiled on first use)
+  std::filesystem::path artifact;     // a compiled artifact to use; empty: the model's own in the cache
   std::filesystem::path cache_dir;    // empty: ~/.cache/agentcompile
   int64_t max_context = 0;            // KV-cache rows; 0: the model's maximum, or what memory allows
   int64_t prefill_chunk = 0;          // longest prefill call; longer prompts run in chunks; 0: min(context, 8192)
   bool cuda_graph = true;             // capture the decode step once and replay it
   bool programmatic_launch = true;    // decode kernels start while their producer drains (sm_90+ only)
-  CompileOptions compile;             // used when the artifact must be (re)compiled; model/output are set by the engine
+  CompileOptions compile;             // the model's own artifact is the one compiled with these (first_use.h compiles it;
+                                      // model/output are set there)
 };
 
 struct SamplingOptions {
@@ -72,8 +77,6 @@ struct EngineInfo {
   size_t decode_launches = 0;         // kernel launches in one decode step (sampling included)
   bool cuda_graph = true;
   bool programmatic_launch = false;   // in effect (requested and supported by the GPU)
-  bool compiled_now = false;          // the artifact was compiled (or recompiled) by this load
-  std::string compile_note;           // why a compile ran
 };
 
 // Called with each generated token as soon as it is known; return false to stop.

@@ -3,7 +3,7 @@
 //
 //   agentcompile::EngineOptions options;
 //   options.model = "captured/relu";                        // a capture directory
-//   auto runner = agentcompile::FunctionRunner::load(options, "forward", progress);   // compiles on first use
+//   auto runner = agentcompile::load_function_runner(options, "forward", progress);   // compiles on first use (first_use.h)
 //   auto outputs = (*runner)->run(inputs);                  // inputs in the function's argument order
 //
 // Tensors are plain host bytes in the IR's dtype (f32, f16, bf16, i32, bool) and row-major layout.
@@ -46,20 +46,19 @@ struct FunctionRunnerOptions {
   // Launch on this CUDA stream (a CUstream / cudaStream_t of the current device's primary context, e.g.
   // torch.cuda.current_stream().cuda_stream) instead of a stream of the runner's own.
   void* stream = nullptr;
-  // Refuse to compile: use options.artifact or the cached artifact as it is, or fail saying why. Needed
-  // once CUDA is initialized in the process (compiling forks GPU workers).
-  bool never_compile = false;
 };
 
 class FunctionRunner {
  public:
+  // Runs from options.artifact, or the model's own artifact in the cache, when it fits this model on
+  // this GPU; never compiles (load_function_runner in first_use.h compiles first when needed).
   static Expected<std::unique_ptr<FunctionRunner>> load(const EngineOptions& options, const std::string& function,
-                                                        const ProgressFn& progress = {}, const FunctionRunnerOptions& runner = {});
+                                                        const FunctionRunnerOptions& runner = {});
   ~FunctionRunner();
 
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
-  // The artifact used, and whether this load compiled it.
+  // The artifact used.
   const std::string& artifact() const;
 
   // Checks every input against inputs() (count, dtype, shape, bytes), runs the function once and

@@ -50,8 +50,7 @@ ac_function_runner* ac_function_runner_load(const char* model, const char* funct
   if (cache_dir && *cache_dir) options.cache_dir = cache_dir;
   agentcompile::FunctionRunnerOptions runner_options;
   runner_options.stream = stream;
-  runner_options.never_compile = true;
-  auto loaded = agentcompile::FunctionRunner::load(options, function, {}, runner_options);
+  auto loaded = agentcompile::FunctionRunner::load(options, function, runner_options);
   if (!loaded) {
     set_error(error, loaded.status().to_string());
     return nullptr;

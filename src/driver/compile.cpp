@@ -11,7 +11,6 @@
 // The output directory is checked before any work (emit/output_dir.h) and written once, atomically.
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "advisor/advisor.h"
@@ -23,7 +22,7 @@
 #include "codegen/render.h"
 #include "driver/admit_regions.h"
 #include "driver/buckets.h"
-#include "driver/model_module.h"
+#include "emit/model_module.h"
 #include "driver/search.h"
 #include "emit/artifact.h"
 #include "emit/artifact_cache.h"
@@ -34,6 +33,7 @@
 #include "ir/verifier.h"
 #include "support/sha256.h"
 #include "support/utf8.h"
+#include "gpu/device_probe.h"
 #include "tune/admission.h"
 
 namespace agentcompile {
@@ -152,13 +152,6 @@ std::string advice_summary(emit::Artifact& artifact, const advisor::Advisor& adv
 
 }  // namespace
 
-fs::path cache_root(const fs::path& cache_dir) {
-  if (!cache_dir.empty()) return cache_dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "agentcompile";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "agentcompile";
-  return fs::temp_directory_path() / "agentcompile-cache";
-}
-
 Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress_fn,
                                        const AdmissionProgressFn& admission_progress) {
   const auto start = std::chrono::steady_clock::now();
@@ -173,7 +166,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
 
   // Capture.
   AC_ASSIGN_OR_RETURN(frontend::ModelSource source, frontend::open_model(options.model, /*with_weights=*/false));
-  AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
+  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source));
   const ir::Module& module = prepared.module;
   for (const auto& line : prepared.recognized) progress("recognize: " + line);
   const std::string& ir_text = prepared.ir_text;
@@ -187,12 +180,12 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     device = {{"name", profile.name}, {"arch", profile.arch}, {"source", "named profile"}};
     progress("target: named profile " + profile.name + " (" + profile.arch + "): compile only, no validation or timing");
   } else {
-    auto probed = options.no_gpu ? Expected<tune::DeviceInfo>(error(ErrorCode::kUnsupported, "--no-gpu")) : tune::probe_device();
+    auto probed = options.no_gpu ? Expected<gpu::DeviceInfo>(error(ErrorCode::kUnsupported, "--no-gpu")) : gpu::probe_device();
     if (probed) {
       gpu = true;
       AC_ASSIGN_OR_RETURN(profile, plan::named_device_profile(probed->sm_major == 8 ? "a100" : "h200"));
       profile.name = probed->name;
-      profile.arch = tune::nvrtc_arch(*probed);
+      profile.arch = gpu::nvrtc_arch(*probed);
       profile.multiprocessors = probed->multiprocessors;
       profile.l2_bytes = probed->l2_bytes;
       profile.shared_per_block_optin = probed->shared_per_block_optin;
@@ -225,12 +218,13 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   artifact.gpu_used = gpu;
   artifact.options = result_options(options, gpu);
   const std::string kernels_hash = kernel_headers_hash();
-  artifact.key = support::Sha256()
-                     .update(kCompilerVersion).update(ir_text).update(profile.arch).update(options.device_profile)
-                     .update(artifact.nvrtc_version).update(artifact.options.dump()).update(gpu ? "gpu" : "nogpu")
-                     .update(kernels_hash)
-                     .update(run_sizes(source))
-                     .hex();
+  const std::vector<emit::RuntimeKernelSpec> runtime_kernels = emit::runtime_kernels_for(module.find_function("decode") != nullptr);
+  support::Sha256 key;
+  key.update(kCompilerVersion).update(ir_text).update(profile.arch).update(options.device_profile)
+      .update(artifact.nvrtc_version).update(artifact.options.dump()).update(gpu ? "gpu" : "nogpu")
+      .update(kernels_hash).update(run_sizes(source));
+  for (const auto& k : runtime_kernels) key.update(k.kernel);  // artifacts without them are not reused
+  artifact.key = key.hex();
   const auto& c = source.config;
   artifact.model = {{"model_type", c.model_type}, {"source", support::utf8::repaired(options.model.string())}, {"dtype", std::string(ir::dtype_name(c.dtype))},
                     {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size}, {"num_layers", c.num_layers},
@@ -320,7 +314,15 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   nvrtc.arch = profile.arch;
   nvrtc.cache_dir = cache_dir / "nvrtc" / profile.arch;
   nvrtc.isolate = gpu;  // this process forks admission workers afterwards
+  // The runtime's own kernels go last, through the same path and cache as the regions' candidates.
+  for (const auto& k : runtime_kernels) jobs.push_back({k.kernel, k.source});
   AC_ASSIGN_OR_RETURN(auto compiled, codegen::compile_all(jobs, nvrtc));
+  for (size_t j = job_owner.size(); j < compiled.size(); ++j) {
+    const emit::RuntimeKernelSpec& spec = runtime_kernels[j - job_owner.size()];
+    if (!compiled[j].ok) return error(ErrorCode::kInternal, std::string("NVRTC could not compile the runtime's ") + spec.role + " kernel: " + compiled[j].log);
+    artifact.runtime_kernels.push_back({spec, std::move(compiled[j])});
+  }
+  compiled.resize(job_owner.size());
   size_t ok = 0, hits = 0;
   for (size_t j = 0; j < compiled.size(); ++j) {
     ok += compiled[j].ok;
@@ -328,9 +330,9 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     artifact.regions[job_owner[j].first].compiled[job_owner[j].second] = std::move(compiled[j]);
   }
   artifact.times.generate_s = seconds_since(stage);
-  progress("[3/5] generate: " + std::to_string(jobs.size()) + " sources, NVRTC compiled " + std::to_string(ok) + " (" +
+  progress("[3/5] generate: " + std::to_string(job_owner.size()) + " sources, NVRTC compiled " + std::to_string(ok) + " (" +
            std::to_string(hits) + " from cache) in " + fixed(artifact.times.generate_s) + " s");
-  if (advisor->enabled() && ok < jobs.size()) {  // diagnostic hints: recorded, never used as code
+  if (advisor->enabled() && ok < job_owner.size()) {  // diagnostic hints: recorded, never used as code
     for (const auto& [r, i] : job_owner) {
       auto& region = artifact.regions[r];
       if (!region.compiled[i].ok)

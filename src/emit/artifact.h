@@ -20,6 +20,7 @@
 #include "analysis/regions.h"
 #include "codegen/nvrtc_compiler.h"
 #include "emit/artifact_record.h"
+#include "emit/artifact_store.h"
 #include "plan/planner.h"
 #include "tune/admission.h"
 #include "tune/admission_times.h"
@@ -83,6 +84,13 @@ struct CompiledFunction {
   std::vector<int> unique_of_region;  // partition region -> index into regions_ of the artifact
 };
 
+// A runtime kernel (artifact_record.h) as this compile built it.
+struct RuntimeKernel {
+  RuntimeKernelSpec spec;
+  codegen::CompileResult compiled;
+  std::string cubin_path() const { return std::string("cubin/") + spec.kernel + ".cubin"; }
+};
+
 struct StageTimes {
   double analyze_s = 0, plan_s = 0, generate_s = 0, admit_s = 0, emit_s = 0, total_s = 0;
 };
@@ -95,6 +103,7 @@ struct Artifact {
   std::string module_ir;           // the IR text of the compiled module
   std::vector<CompiledFunction> functions;
   std::vector<CompiledRegion> regions;
+  std::vector<RuntimeKernel> runtime_kernels;  // the sampler, for a module that generates
   bool gpu_used = false;           // admission and timing ran
   StageTimes times;
   nlohmann::json options;          // the compile options that shaped the result
@@ -108,8 +117,7 @@ struct Artifact {
   std::map<std::string, std::string> ir_dumps;  // --dump-ir: listings by file name, written into ir/ beside module.ir
 };
 
-// Every file of the artifact but metadata.json, by path relative to the artifact directory.
-using ArtifactFiles = std::map<std::string, std::string>;
+// Every file of the artifact but metadata.json (emit/artifact_store.h).
 Expected<ArtifactFiles> render_artifact_files(const Artifact& artifact);
 
 struct WrittenArtifact {

@@ -1,7 +1,23 @@
-// Warm reuse and the artifact cache.
+// Warm reuse and the artifact cache, and where the cache is (agentcompile::cache_root, declared in the
+// public compiler.h since both the compiler and the runtime look there).
 #include "emit/artifact_cache.h"
 
+#include <cstdlib>
+
+#include "agentcompile/compiler.h"
 #include "emit/artifact_store.h"
+
+namespace agentcompile {
+
+std::filesystem::path cache_root(const std::filesystem::path& cache_dir) {
+  namespace fs = std::filesystem;
+  if (!cache_dir.empty()) return cache_dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "agentcompile";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "agentcompile";
+  return fs::temp_directory_path() / "agentcompile-cache";
+}
+
+}  // namespace agentcompile
 
 namespace agentcompile::emit {
 

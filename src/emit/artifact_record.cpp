@@ -105,6 +105,16 @@ Expected<ArtifactRecord> parse_members(const json& m, std::string& context) {
   a.gpu_used = required<bool>(m, "gpu_used");
   context = "files";
   a.files = files_from_json(m);
+  context = "runtime_kernels";
+  if (auto it = m.find("runtime_kernels"); it != m.end() && !it->is_null()) {
+    for (const auto& [role, entry] : required_object(m, "runtime_kernels").items()) {
+      context = "runtime_kernels." + role;
+      RuntimeKernelEntry kernel{required<std::string>(entry, "kernel"), required<std::string>(entry, "cubin")};
+      const bool listed = std::any_of(a.files.begin(), a.files.end(), [&](const FileEntry& f) { return f.path == kernel.cubin; });
+      if (!listed) return error(ErrorCode::kParse, "runtime kernel " + role + ": its cubin '" + kernel.cubin + "' is not a listed file");
+      a.runtime_kernels.emplace(role, std::move(kernel));
+    }
+  }
   context = "advisor";
   if (auto it = m.find("advisor"); it != m.end() && it->is_object()) a.advisor_line = optional_member<std::string>(*it, "line", "");
 
@@ -261,6 +271,19 @@ Expected<std::string> artifact_format_of(const fs::path& dir) {
   const std::string value = format->get<std::string>();
   if (value.rfind(kArtifactFormatFamily, 0) != 0) return error(ErrorCode::kParse, "its format is '" + value + "'");
   return value;
+}
+
+std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates) {
+  if (generates) return {kSamplerKernel};
+  return {};
+}
+
+Status check_runtime_kernels(const ArtifactRecord& record) {
+  for (const RuntimeKernelSpec& spec : runtime_kernels_for(record.functions.count("decode") > 0))
+    if (!record.runtime_kernels.count(spec.role))
+      return error(ErrorCode::kNotFound, std::string("it lists no ") + spec.role + " kernel (" + spec.kernel +
+                                             "): it was compiled before the runtime's kernels shipped in the artifact");
+  return Status::ok();
 }
 
 Status check_file_bytes(const FileEntry& file, std::string_view bytes) {

@@ -83,6 +83,23 @@ struct RegionEntry {
   std::map<std::string, plan::Candidate> selected;  // by candidate id: every candidate some bucket selects
 };
 
+// A kernel the runtime launches itself, outside every region: the device sampler. It is compiled with
+// the regions' kernels (the same NVRTC path and cache) and ships as a cubin beside theirs, so the
+// runtime never compiles. `source` is what NVRTC compiles; `kernel` the entry point.
+struct RuntimeKernelSpec {
+  const char* role;
+  const char* kernel;
+  const char* source;
+};
+// Sampling from the last logits row on the device (src/kernels/sampling.cuh; runtime/sampler.h).
+inline constexpr RuntimeKernelSpec kSamplerKernel{"sampler", "ac_sample", "#include \"sampling.cuh\"\n"};
+
+// Where a runtime kernel is in the artifact.
+struct RuntimeKernelEntry {
+  std::string kernel;  // entry point, "ac_sample"
+  std::string cubin;   // file of the artifact, "cubin/ac_sample.cubin"
+};
+
 struct ArtifactRecord {
   std::string format;
   std::string key;
@@ -97,6 +114,8 @@ struct ArtifactRecord {
   std::vector<FileEntry> files;       // every file but metadata.json
   std::map<std::string, FunctionRecord> functions;
   std::vector<RegionEntry> regions;
+  // By role ("sampler"). Artifacts written before the runtime's kernels shipped in them have none.
+  std::map<std::string, RuntimeKernelEntry> runtime_kernels;
   std::string advisor_line;           // the advice outcomes in one paragraph; empty without an advisor
   std::string ablation_table;         // ablation.json's table; empty unless the compile ran the ablation
 };
@@ -115,6 +134,14 @@ Expected<ArtifactRecord> read_artifact_record(const std::filesystem::path& dir);
 // family's (any version): whether `dir` is recognisably an agentcompile artifact. Else an error
 // that says what the file is instead.
 Expected<std::string> artifact_format_of(const std::filesystem::path& dir);
+
+// The runtime kernels an artifact must carry: the sampler when its module generates (has a decode
+// function), none for a plain module.
+std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates);
+
+// kNotFound naming the first runtime kernel the record should carry and does not (an artifact
+// compiled before they shipped in artifacts): it must be compiled again.
+Status check_runtime_kernels(const ArtifactRecord& record);
 
 // Whether `bytes` are the file `file` records (size and SHA-256); kMismatch says how they differ.
 Status check_file_bytes(const FileEntry& file, std::string_view bytes);

@@ -1,21 +1,18 @@
-// Writing an artifact once, atomically: render every file in memory, record each one's size and
-// SHA-256 in metadata.json, write them into a temporary directory beside the destination, fsync,
-// and rename it into place under the destination's lock. Reads and copies check every file against
-// those records, so a damaged artifact is never reused or copied.
+// Putting an artifact on disk once, atomically: the files (each one's size and SHA-256 recorded in
+// metadata.json by the writer, emit/writer.cpp) go into a temporary directory beside the destination,
+// are fsync'd, and the directory is renamed into place under the destination's lock. Reads and copies
+// check every file against those records, so a damaged artifact is never reused or copied.
 #include "emit/artifact_store.h"
 
-#include <chrono>
 #include <set>
 
 #include "emit/output_dir.h"
 #include "support/durable_files.h"
 #include "support/file_lock.h"
-#include "support/sha256.h"
 
 namespace agentcompile::emit {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 using support::FileLock;
 
 namespace {
@@ -63,24 +60,6 @@ Status publish_artifact(const ArtifactFiles& files, const std::string& metadata_
   std::error_code ec;
   if (!status) fs::remove_all(staged, ec);  // ours alone: the destination is untouched
   return status;
-}
-
-Expected<WrittenArtifact> write_artifact(const Artifact& artifact, const fs::path& dir) {
-  const auto start = std::chrono::steady_clock::now();
-  AC_ASSIGN_OR_RETURN(ArtifactFiles files, render_artifact_files(artifact));
-  json meta = artifact_metadata(artifact);
-  json listed = json::array();
-  for (const auto& [rel, bytes] : files) listed.push_back({{"path", rel}, {"bytes", bytes.size()}, {"sha256", support::sha256_hex(bytes)}});
-  meta["files"] = std::move(listed);
-  WrittenArtifact written;
-  written.emit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  meta["compile_seconds"]["emit"] = written.emit_seconds;
-  meta["compile_seconds"]["total"] = artifact.times.total_s + written.emit_seconds;
-  // The writer is checked against the one reader before anything reaches the disk.
-  AC_ASSIGN_OR_RETURN(written.record, parse_artifact_record(meta, "the metadata.json written to " + dir.string()));
-  written.record.ablation_table = artifact.ablation_table;
-  AC_TRY(publish_artifact(files, meta.dump(1) + "\n", dir, Destination::kOutputDir));
-  return written;
 }
 
 Expected<ArtifactRecord> read_verified_artifact(const fs::path& dir) {

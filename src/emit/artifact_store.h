@@ -3,12 +3,16 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "agentcompile/status.h"
-#include "emit/artifact.h"
 #include "emit/artifact_record.h"
 
 namespace agentcompile::emit {
+
+// Every file of an artifact but metadata.json, by path relative to the artifact directory.
+using ArtifactFiles = std::map<std::string, std::string>;
 
 // What may be at the destination of a write.
 enum class Destination {

@@ -167,6 +167,12 @@ json artifact_metadata(const Artifact& a) {
     }
     meta["functions"][f.name] = fj;
   }
+  if (!a.runtime_kernels.empty()) {
+    meta["runtime_kernels"] = json::object();
+    for (const RuntimeKernel& k : a.runtime_kernels)
+      meta["runtime_kernels"][k.spec.role] = {{"kernel", k.spec.kernel}, {"cubin", k.cubin_path()}, {"source", k.spec.source},
+                                              {"compile", {{"cache_hit", k.compiled.cache_hit}, {"seconds", k.compiled.seconds}, {"key", k.compiled.key}}}};
+  }
   meta["regions"] = json::array();
   for (const auto& region : a.regions) {
     json rj{{"id", region.id}, {"function", region.plan.function}, {"sites", region.plan.sites.size()},

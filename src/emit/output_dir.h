@@ -11,7 +11,7 @@ namespace agentcompile::emit {
 
 // Refuses (kInvalidArgument) an output directory that is the file system root, is or holds $HOME,
 // is or holds the model, is or holds the cache, or lies inside the cache's own entries. Compile on
-// first use keeps its per-model artifacts under <cache>/models (runtime/artifact_resolver.cpp),
+// first use keeps its per-model artifacts under <cache>/models (emit/artifact_fit.h),
 // which stays allowed. An output inside a model directory is allowed: writing it touches nothing
 // of the model.
 Status check_output_location(const std::filesystem::path& output, const std::filesystem::path& model,

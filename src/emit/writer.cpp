@@ -1,19 +1,24 @@
-// Rendering the artifact's files (everything but metadata.json) in memory; emit/artifact_store.cpp
-// writes them out.
+// Writing a compile's artifact: every file rendered in memory, each one's size and SHA-256 recorded in
+// metadata.json, the record checked by the one reader, then published atomically (emit/artifact_store.h).
 //
 // kernels/<kernel>.cu holds a selected candidate's source plus an extern "C" host launcher (compiled
 // only by nvcc, not NVRTC) that computes the grid from T exactly as the runtime does; include/ holds
 // the templates those sources include and agentcompile_kernels.h with every launcher's signature;
 // advice.json and ablation.json sit beside metadata.json when the compile had an advisor or an ablation.
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
 
 #include "codegen/embedded_kernels.h"
 #include "codegen/render.h"
 #include "emit/artifact.h"
+#include "support/sha256.h"
 
 namespace agentcompile::emit {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 namespace {
 
@@ -89,6 +94,11 @@ Expected<ArtifactFiles> render_artifact_files(const Artifact& artifact) {
     }
   }
   declarations << "}\n";
+  for (const RuntimeKernel& k : artifact.runtime_kernels) {
+    if (!k.compiled.ok || k.compiled.cubin.empty())
+      return error(ErrorCode::kInternal, std::string("the runtime's ") + k.spec.role + " kernel (" + k.spec.kernel + ") did not compile: " + k.compiled.log);
+    files[k.cubin_path()] = std::string(k.compiled.cubin.begin(), k.compiled.cubin.end());
+  }
   files["include/agentcompile_kernels.h"] = declarations.str();
 
   const std::string arch = artifact.device.value("arch", std::string("sm_90a"));
@@ -110,6 +120,24 @@ Expected<ArtifactFiles> render_artifact_files(const Artifact& artifact) {
   if (!artifact.advice_record.is_null()) files["advice.json"] = artifact.advice_record.dump(1) + "\n";
   if (!artifact.ablation.is_null()) files["ablation.json"] = artifact.ablation.dump(1) + "\n";
   return files;
+}
+
+Expected<WrittenArtifact> write_artifact(const Artifact& artifact, const fs::path& dir) {
+  const auto start = std::chrono::steady_clock::now();
+  AC_ASSIGN_OR_RETURN(ArtifactFiles files, render_artifact_files(artifact));
+  json meta = artifact_metadata(artifact);
+  json listed = json::array();
+  for (const auto& [rel, bytes] : files) listed.push_back({{"path", rel}, {"bytes", bytes.size()}, {"sha256", support::sha256_hex(bytes)}});
+  meta["files"] = std::move(listed);
+  WrittenArtifact written;
+  written.emit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  meta["compile_seconds"]["emit"] = written.emit_seconds;
+  meta["compile_seconds"]["total"] = artifact.times.total_s + written.emit_seconds;
+  // The writer is checked against the one reader before anything reaches the disk.
+  AC_ASSIGN_OR_RETURN(written.record, parse_artifact_record(meta, "the metadata.json written to " + dir.string()));
+  written.record.ablation_table = artifact.ablation_table;
+  AC_TRY(publish_artifact(files, meta.dump(1) + "\n", dir, Destination::kOutputDir));
+  return written;
 }
 
 }  // namespace agentcompile::emit

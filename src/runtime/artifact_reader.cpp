@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "emit/artifact_fit.h"
 #include "support/durable_files.h"
 
 namespace agentcompile::runtime {
@@ -50,9 +51,33 @@ Expected<LoadedArtifact> read_artifact(const fs::path& dir) {
     }
     a.regions.emplace(region.id, std::move(region));
   }
+  // The runtime's own kernels (the sampler), from the same artifact.
+  if (const Status kernels = emit::check_runtime_kernels(record); !kernels)
+    return error(ErrorCode::kMismatch, "the artifact " + dir.string() + " cannot be run: " + kernels.message() +
+                                           "; compile it again (`agentcompile compile MODEL -o " + dir.string() + "`)");
+  for (const auto& [role, kernel] : record.runtime_kernels) {
+    const fs::path cubin = dir / kernel.cubin;
+    auto bytes = support::read_file_bytes(cubin);
+    if (bytes && bytes->empty()) bytes = error(ErrorCode::kParse, cubin.string() + ": empty cubin");
+    if (!bytes)
+      return error(ErrorCode::kNotFound, "the artifact " + dir.string() + " lacks the runtime's " + role + " kernel: " + bytes.status().message() +
+                                             "; recompile with `agentcompile compile --force`");
+    a.runtime_cubins[role].assign(bytes->begin(), bytes->end());
+  }
   a.functions = std::move(record.functions);
   if (a.functions.empty()) return error(ErrorCode::kParse, meta_path + ": the artifact has no functions");
   return a;
+}
+
+Expected<LoadedArtifact> load_fitting_artifact(const EngineOptions& options, const frontend::ModelConfig& config, const std::string& ir_text,
+                                               const std::string& arch) {
+  const fs::path dir = options.artifact.empty() ? emit::default_artifact_dir(options.cache_dir, options.model, config, options.compile)
+                                                : options.artifact;
+  const std::string why = emit::artifact_incompatibility(dir, config, ir_text, arch);
+  if (!why.empty())
+    return error(ErrorCode::kMismatch, dir.string() + " cannot run " + options.model.string() + ": " + why +
+                                           " (compile it first: agentcompile compile " + options.model.string() + ")");
+  return read_artifact(dir);
 }
 
 }  // namespace agentcompile::runtime

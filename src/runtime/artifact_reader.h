@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "agentcompile/engine.h"
 #include "agentcompile/status.h"
 #include "emit/artifact_record.h"
+#include "frontend/model_config.h"
 #include "plan/candidate.h"
 
 namespace agentcompile::runtime {
@@ -46,10 +48,20 @@ struct LoadedArtifact {
   bool gpu_used = false;              // kernels were validated and timed (false: compile-only artifact)
   std::map<std::string, FunctionRecord> functions;
   std::map<std::string, RegionRecord> regions;
+  // The runtime's own kernels by role ("sampler": emit::kSamplerKernel), compiled with the regions'.
+  std::map<std::string, std::vector<char>> runtime_cubins;
 };
 
-// Reads `dir`: metadata.json (through emit's reader) and the cubin of every selected kernel. Errors
-// name what is missing.
+// Reads `dir`: metadata.json (through emit's reader), the cubin of every selected kernel and of every
+// runtime kernel. Errors name what is missing; an artifact compiled before the runtime's kernels
+// shipped in artifacts is one to compile again, and the error says so.
 Expected<LoadedArtifact> read_artifact(const std::filesystem::path& dir);
+
+// The artifact a model runs from, never compiled here: `options.artifact`, or else the model's own
+// artifact in the cache (emit/artifact_fit.h), when it fits this model (`config`, `ir_text`) on a GPU
+// of `arch`; otherwise kMismatch saying why and how to compile it. Compile on first use is the layer
+// above (include/agentcompile/first_use.h).
+Expected<LoadedArtifact> load_fitting_artifact(const EngineOptions& options, const frontend::ModelConfig& config, const std::string& ir_text,
+                                               const std::string& arch);
 
 }  // namespace agentcompile::runtime

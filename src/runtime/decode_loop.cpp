@@ -1,13 +1,13 @@
 // CUDA graph capture, step events and the streaming token loop.
 #include "runtime/decode_loop.h"
 
-#include "tune/cuda_driver.h"
-#include "tune/driver_api.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/driver_api.h"
 
 namespace agentcompile::runtime {
 
 namespace {
-const tune::DriverApi& api() { return *tune::driver_api(); }
+const gpu::DriverApi& api() { return *gpu::driver_api(); }
 }  // namespace
 
 Expected<std::unique_ptr<DecodeGraph>> DecodeGraph::capture(CUstream stream, const std::function<Status()>& body) {
@@ -27,7 +27,7 @@ DecodeGraph::~DecodeGraph() {
   if (graph_) api().GraphDestroy(graph_);
 }
 
-Status DecodeGraph::launch(CUstream stream) { return tune::cuda_status(api().GraphLaunch(exec_, stream), "cuGraphLaunch(decode step)"); }
+Status DecodeGraph::launch(CUstream stream) { return gpu::cuda_status(api().GraphLaunch(exec_, stream), "cuGraphLaunch(decode step)"); }
 
 Expected<std::unique_ptr<StepEvents>> StepEvents::create() {
   std::unique_ptr<StepEvents> e(new StepEvents());
@@ -45,12 +45,12 @@ StepEvents::~StepEvents() {
   if (first_) api().EventDestroy(first_);
 }
 
-Status StepEvents::record_start(CUstream stream) { return tune::cuda_status(api().EventRecord(start_, stream), "cuEventRecord"); }
+Status StepEvents::record_start(CUstream stream) { return gpu::cuda_status(api().EventRecord(start_, stream), "cuEventRecord"); }
 Status StepEvents::record_step(int64_t step, CUstream stream) {
-  return tune::cuda_status(api().EventRecord(event_for(step), stream), "cuEventRecord");
+  return gpu::cuda_status(api().EventRecord(event_for(step), stream), "cuEventRecord");
 }
 Status StepEvents::wait_step(int64_t step) {
-  return tune::cuda_status(api().EventSynchronize(event_for(step)), "waiting for decode step " + std::to_string(step));
+  return gpu::cuda_status(api().EventSynchronize(event_for(step)), "waiting for decode step " + std::to_string(step));
 }
 
 Expected<double> StepEvents::prefill_ms() {

@@ -49,7 +49,7 @@ int64_t DeviceWeights::bytes_needed(const ir::Module& module) {
 Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const frontend::WeightStore& store,
                                               const frontend::WeightStore* derived) {
   DeviceWeights weights;
-  AC_ASSIGN_OR_RETURN(weights.buffer_, tune::DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(bytes_needed(module), 16))));
+  AC_ASSIGN_OR_RETURN(weights.buffer_, gpu::DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(bytes_needed(module), 16))));
   const auto* safetensors = dynamic_cast<const frontend::SafetensorsStore*>(&store);
   size_t offset = 0;
   std::vector<float> values;

@@ -15,7 +15,7 @@
 #include "agentcompile/status.h"
 #include "frontend/weights.h"
 #include "ir/graph.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 namespace agentcompile::runtime {
 
@@ -32,7 +32,7 @@ class DeviceWeights {
   size_t bytes() const { return buffer_.bytes(); }
 
  private:
-  tune::DeviceBuffer buffer_;
+  gpu::DeviceBuffer buffer_;
   std::map<std::string, size_t> offsets_;
 };
 

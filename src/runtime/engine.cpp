@@ -4,18 +4,17 @@
 #include <chrono>
 #include <set>
 
-#include "driver/model_module.h"
+#include "emit/artifact_record.h"
+#include "emit/model_module.h"
 #include "frontend/model_source.h"
-#include "ir/text.h"
-#include "ir/verifier.h"
-#include "runtime/artifact_resolver.h"
+#include "gpu/device_probe.h"
+#include "gpu/driver_api.h"
+#include "runtime/artifact_reader.h"
 #include "runtime/decode_loop.h"
 #include "runtime/derived_weights.h"
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
 #include "runtime/sampler.h"
-#include "tune/admission.h"
-#include "tune/driver_api.h"
 
 namespace agentcompile {
 
@@ -42,12 +41,12 @@ class Engine::Impl {
   ir::Module module_;
   runtime::LoadedArtifact artifact_;
   // Declared in dependency order: destroyed in reverse, the context last.
-  std::unique_ptr<tune::CudaContext> context_;
-  std::unique_ptr<tune::LibraryRunner> library_;
+  std::unique_ptr<gpu::CudaContext> context_;
+  std::unique_ptr<gpu::LibraryRunner> library_;
   runtime::DeviceWeights weights_;
   runtime::KvCache cache_;
   runtime::KernelSet kernels_;
-  tune::DeviceBuffer prefill_tokens_;
+  gpu::DeviceBuffer prefill_tokens_;
   std::unique_ptr<runtime::FunctionExecutor> prefill_, decode_;
   std::unique_ptr<DeviceSampler> sampler_;
   std::vector<std::unique_ptr<runtime::DecodeGraph>> graphs_;  // per decode bucket; empty with graphs off
@@ -90,28 +89,31 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
   if (!source_.is_language_model())
     return error(ErrorCode::kInvalidArgument, options.model.string() + " is a captured module, not a language model: it has no generation; run its function with `agentcompile run-function`");
-  AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source_));
+  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_));
   module_ = std::move(prepared.module);
   const std::string ir_text = std::move(prepared.ir_text);
 
-  // Artifact: before CUDA is initialized here, since compiling forks GPU workers.
-  AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source_.config, ir_text, progress));
-  AC_ASSIGN_OR_RETURN(artifact_, runtime::read_artifact(resolved.dir));
+  // Artifact: one that fits this model on this GPU (the runtime never compiles; include/agentcompile/first_use.h
+  // does). The device is probed without initializing CUDA here, so a load refused for want of an
+  // artifact leaves this process free to compile one (which forks workers).
+  const Expected<gpu::DeviceInfo> device = gpu::device_here();
+  if (!device)
+    return error(ErrorCode::kUnsupported, "the engine runs on an NVIDIA GPU and found none usable (" + device.status().message() +
+                                              "); `agentcompile reference` runs a model on the CPU");
+  AC_ASSIGN_OR_RETURN(artifact_, runtime::load_fitting_artifact(options, source_.config, ir_text, gpu::nvrtc_arch(*device)));
   const ir::Function* prefill_fn = module_.find_function("prefill");
   const ir::Function* decode_fn = module_.find_function("decode");
   if (!prefill_fn || !decode_fn) return error(ErrorCode::kInternal, "the module lacks a prefill or decode function");
   if (!artifact_.functions.count("prefill") || !artifact_.functions.count("decode"))
-    return error(ErrorCode::kMismatch, resolved.dir.string() + ": the artifact lacks the prefill or decode function");
+    return error(ErrorCode::kMismatch, artifact_.dir.string() + ": the artifact lacks the prefill or decode function");
 
-  AC_ASSIGN_OR_RETURN(context_, tune::CudaContext::create());
+  AC_ASSIGN_OR_RETURN(context_, gpu::CudaContext::create());
   const auto& c = source_.config;
   info.model_type = c.model_type;
   info.dtype = std::string(ir::dtype_name(c.dtype));
   info.gpu = context_->info().name;
-  info.artifact = resolved.dir.string();
+  info.artifact = artifact_.dir.string();
   info.artifact_key = artifact_.key;
-  info.compiled_now = resolved.compiled_now;
-  info.compile_note = resolved.note;
   info.vocab_size = c.vocab_size;
   info.cuda_graph = options.cuda_graph;
   for (int64_t id : c.eos_token_ids) info.eos_ids.push_back(static_cast<int32_t>(id));
@@ -125,15 +127,16 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   say(budget.summary);
 
   if (uses_library(artifact_)) {
-    AC_ASSIGN_OR_RETURN(library_, tune::LibraryRunner::create(context_->stream()));
+    AC_ASSIGN_OR_RETURN(library_, gpu::LibraryRunner::create(context_->stream()));
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
   AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module_, *source_.weights));
   AC_ASSIGN_OR_RETURN(weights_, runtime::DeviceWeights::upload(module_, *source_.weights, derived.get()));
   AC_ASSIGN_OR_RETURN(cache_, runtime::KvCache::allocate(module_, budget.context));
-  AC_ASSIGN_OR_RETURN(sampler_, DeviceSampler::create(c.vocab_size, budget.context, artifact_.device_arch,
-                                                      cache_root(options.cache_dir) / "nvrtc" / artifact_.device_arch));
-  AC_ASSIGN_OR_RETURN(prefill_tokens_, tune::DeviceBuffer::allocate(static_cast<size_t>(budget.prefill_chunk) * sizeof(int32_t)));
+  const auto sampler_cubin = artifact_.runtime_cubins.find(emit::kSamplerKernel.role);
+  if (sampler_cubin == artifact_.runtime_cubins.end()) return error(ErrorCode::kInternal, artifact_.dir.string() + ": no sampler kernel was read");
+  AC_ASSIGN_OR_RETURN(sampler_, DeviceSampler::create(c.vocab_size, budget.context, sampler_cubin->second));
+  AC_ASSIGN_OR_RETURN(prefill_tokens_, gpu::DeviceBuffer::allocate(static_cast<size_t>(budget.prefill_chunk) * sizeof(int32_t)));
 
   runtime::FunctionExecutor::Bindings bind{&weights_, &cache_, library_.get(), {}};
   AC_ASSIGN_OR_RETURN(bind.arguments, function_arguments(*prefill_fn, prefill_tokens_.ptr(), sampler_->position()));
@@ -246,7 +249,7 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
   const size_t V = static_cast<size_t>(info.vocab_size);
   std::vector<float> logits(static_cast<size_t>(n) * V);
   AC_TRY(sampler_->reset({}, SamplingOptions{}));
-  const tune::DriverApi& api = *tune::driver_api();
+  const gpu::DriverApi& api = *gpu::driver_api();
   for (int64_t t = 1; t <= prefill; ++t) {
     AC_TRY(sampler_->set_position(0));
     AC_TRY(prefill_tokens_.upload(ids.data(), static_cast<size_t>(t) * sizeof(int32_t)));

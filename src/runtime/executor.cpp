@@ -1,7 +1,7 @@
 // Binding region sites to their selected kernels and launching them.
 #include "runtime/executor.h"
 
-#include "tune/region_args.h"
+#include "gpu/region_args.h"
 
 namespace agentcompile::runtime {
 
@@ -21,7 +21,7 @@ Expected<const KernelSet::Loaded*> KernelSet::get(const LoadedArtifact& artifact
   auto loaded = std::make_unique<Loaded>();
   loaded->candidate = &selected.candidate;
   if (!selected.cubin.empty()) {
-    AC_ASSIGN_OR_RETURN(loaded->module, tune::CudaModule::load(selected.cubin, selected.candidate.name()));
+    AC_ASSIGN_OR_RETURN(loaded->module, gpu::CudaModule::load(selected.cubin, selected.candidate.name()));
   }
   for (const auto& launch : selected.candidate.launches) {
     if (launch.library) {
@@ -30,7 +30,7 @@ Expected<const KernelSet::Loaded*> KernelSet::get(const LoadedArtifact& artifact
     }
     if (!loaded->module) return error(ErrorCode::kNotFound, "region " + region + ": kernel " + launch.kernel + " has no cubin");
     AC_ASSIGN_OR_RETURN(CUfunction fn, loaded->module->function(launch.kernel));
-    loaded->functions.push_back(fn);  // tune::launch_kernel raises the shared-memory limit when a launch needs it
+    loaded->functions.push_back(fn);  // gpu::launch_kernel raises the shared-memory limit when a launch needs it
   }
   const Loaded* out = loaded.get();
   loaded_.emplace(key, std::move(loaded));
@@ -67,8 +67,8 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
   AC_ASSIGN_OR_RETURN(ex->plan_, plan_memory(function, record->second.sites, ir::SymbolBindings{max_tokens, rows}));
 
   for (const auto& site : record->second.sites) {
-    if (site.inputs.size() > tune::kMaxSlots || site.outputs.size() > tune::kMaxSlots || site.params.size() > tune::kMaxSlots ||
-        site.states.size() > tune::kMaxStates)
+    if (site.inputs.size() > gpu::kMaxSlots || site.outputs.size() > gpu::kMaxSlots || site.params.size() > gpu::kMaxSlots ||
+        site.states.size() > gpu::kMaxStates)
       return error(ErrorCode::kUnsupported, "site " + std::to_string(site.site) + " (" + site.region + ") has more interface slots than RegionArgs holds");
     std::vector<CUdeviceptr> weights, states;
     for (const auto& p : site.params) {
@@ -94,12 +94,12 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
     ex->site_kernels_.push_back(std::move(per_bucket));
   }
   const int64_t workspace = std::max<int64_t>(16, workspace_bytes_needed(artifact, function.name, max_tokens));
-  auto arena = tune::DeviceBuffer::allocate(std::max<size_t>(ex->plan_.arena_bytes, 16));
+  auto arena = gpu::DeviceBuffer::allocate(std::max<size_t>(ex->plan_.arena_bytes, 16));
   if (!arena)
     return error(ErrorCode::kResourceExhausted, function.name + " activations for " + std::to_string(max_tokens) + " tokens (" +
                                                     std::to_string(ex->plan_.arena_bytes >> 20) + " MiB): " + arena.status().message());
   ex->arena_ = std::move(*arena);
-  auto ws = tune::DeviceBuffer::allocate(static_cast<size_t>(workspace));
+  auto ws = gpu::DeviceBuffer::allocate(static_cast<size_t>(workspace));
   if (!ws) return error(ErrorCode::kResourceExhausted, function.name + " workspace (" + std::to_string(workspace >> 20) + " MiB): " + ws.status().message());
   ex->workspace_ = std::move(*ws);
   return ex;
@@ -141,7 +141,7 @@ Status FunctionExecutor::enqueue(int64_t tokens, int64_t context, CUstream strea
   for (size_t s = 0; s < record_->sites.size(); ++s) {
     const SiteRecord& site = record_->sites[s];
     const KernelSet::Loaded* kernel = kernel_for(s, bucket);
-    tune::RegionArgs args;
+    gpu::RegionArgs args;
     for (size_t i = 0; i < site.inputs.size(); ++i) {
       AC_ASSIGN_OR_RETURN(CUdeviceptr p, address_of(site.inputs[i], at));
       args.in[i] = reinterpret_cast<const void*>(p);
@@ -164,7 +164,7 @@ Status FunctionExecutor::enqueue(int64_t tokens, int64_t context, CUstream strea
       }
       const unsigned gx = static_cast<unsigned>(launch.grid_x.at(tokens)), gy = static_cast<unsigned>(launch.grid_y.at(tokens)),
                      gz = static_cast<unsigned>(launch.grid_z.at(tokens));
-      AC_TRY(tune::launch_kernel(kernel->functions[l], launch.kernel, gx, gy, gz, static_cast<unsigned>(launch.block_x),
+      AC_TRY(gpu::launch_kernel(kernel->functions[l], launch.kernel, gx, gy, gz, static_cast<unsigned>(launch.block_x),
                                  static_cast<unsigned>(launch.shared_bytes), stream, &args, bindings_.programmatic_launch));
     }
   }

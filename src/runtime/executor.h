@@ -15,8 +15,8 @@
 #include "runtime/device_weights.h"
 #include "runtime/kv_cache.h"
 #include "runtime/memory_plan.h"
-#include "tune/cuda_driver.h"
-#include "tune/library_calls.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/library_calls.h"
 
 namespace agentcompile::runtime {
 
@@ -25,7 +25,7 @@ class KernelSet {
  public:
   struct Loaded {
     const plan::Candidate* candidate = nullptr;
-    std::unique_ptr<tune::CudaModule> module;
+    std::unique_ptr<gpu::CudaModule> module;
     std::vector<CUfunction> functions;  // per launch; null for library launches
   };
   // Loads (once) the kernel selected for `region` at `bucket`. Errors name region and bucket.
@@ -40,7 +40,7 @@ class FunctionExecutor {
   struct Bindings {
     const DeviceWeights* weights = nullptr;
     const KvCache* cache = nullptr;
-    tune::LibraryRunner* library = nullptr;  // needed only when a selected kernel is a library call
+    gpu::LibraryRunner* library = nullptr;  // needed only when a selected kernel is a library call
     std::vector<CUdeviceptr> arguments;      // per function argument (tokens, pos)
     bool programmatic_launch = false;        // launch generated kernels with programmatic dependent launch (sm_90+)
   };
@@ -81,8 +81,8 @@ class FunctionExecutor {
   Bindings bindings_;
   int64_t max_tokens_ = 1;
   MemoryPlan plan_;
-  tune::DeviceBuffer arena_;
-  tune::DeviceBuffer workspace_;
+  gpu::DeviceBuffer arena_;
+  gpu::DeviceBuffer workspace_;
   // Per site: weights and states bound once, and the kernel per bucket (null past max_tokens or the
   // cache's rows).
   std::vector<std::vector<CUdeviceptr>> site_weights_, site_states_;

@@ -1,29 +1,25 @@
 // Running one function of a compiled module on the GPU (include/agentcompile/function.h): the module
-// the compiler compiled (driver/model_module.h), its artifact (compiled on first use), the weights
-// uploaded once, one device buffer per argument, the function's sites launched by the executor.
+// the compiler compiled (emit/model_module.h), its artifact (one that fits; never compiled here), the
+// weights uploaded once, one device buffer per argument, the function's sites launched by the executor.
 #include <algorithm>
 
 #include "agentcompile/function.h"
-#include "driver/model_module.h"
-#include "ir/text.h"
+#include "emit/model_module.h"
+#include "gpu/device_probe.h"
+#include "gpu/driver_api.h"
 #include "runtime/artifact_reader.h"
-#include "runtime/artifact_resolver.h"
 #include "runtime/decode_loop.h"
 #include "runtime/derived_weights.h"
 #include "runtime/device_weights.h"
 #include "runtime/executor.h"
 #include "runtime/function_tensors.h"
 #include "runtime/kv_cache.h"
-#include "tune/admission.h"
-#include "tune/driver_api.h"
 
 namespace agentcompile {
 
-namespace fs = std::filesystem;
-
 class FunctionRunner::Impl {
  public:
-  Status load(const EngineOptions& options, const std::string& function, const ProgressFn& progress, const FunctionRunnerOptions& runner);
+  Status load(const EngineOptions& options, const std::string& function, const FunctionRunnerOptions& runner);
   CUstream stream() const { return external_stream ? external_stream : context->stream(); }
   Status upload_inputs(const std::vector<Tensor>& inputs);
   Expected<std::vector<Tensor>> download_outputs();
@@ -35,12 +31,12 @@ class FunctionRunner::Impl {
   const ir::Function* function = nullptr;
   runtime::LoadedArtifact artifact;
   // Declared in dependency order: destroyed in reverse, the context last.
-  std::unique_ptr<tune::CudaContext> context;
-  std::unique_ptr<tune::LibraryRunner> library;
+  std::unique_ptr<gpu::CudaContext> context;
+  std::unique_ptr<gpu::LibraryRunner> library;
   runtime::DeviceWeights weights;
   runtime::KvCache cache;
   runtime::KernelSet kernels;
-  std::vector<tune::DeviceBuffer> arguments;
+  std::vector<gpu::DeviceBuffer> arguments;
   std::unique_ptr<runtime::FunctionExecutor> executor;
   CUstream external_stream = nullptr;
   int64_t tokens = 1;  // T of every call: the size the capture binds it to (1 for static shapes)
@@ -49,9 +45,7 @@ class FunctionRunner::Impl {
 
 namespace {
 
-const tune::DriverApi& api() { return *tune::driver_api(); }
-
-fs::path runtime_cache_dir(const EngineOptions& options) { return cache_root(options.cache_dir); }
+const gpu::DriverApi& api() { return *gpu::driver_api(); }
 
 bool uses_library(const runtime::LoadedArtifact& artifact) {
   for (const auto& [id, region] : artifact.regions)
@@ -72,12 +66,11 @@ struct EventPair {
 
 }  // namespace
 
-Status FunctionRunner::Impl::load(const EngineOptions& options, const std::string& name, const ProgressFn& progress,
-                                  const FunctionRunnerOptions& runner) {
+Status FunctionRunner::Impl::load(const EngineOptions& options, const std::string& name, const FunctionRunnerOptions& runner) {
   external_stream = static_cast<CUstream>(runner.stream);
   AC_ASSIGN_OR_RETURN(source, frontend::open_model(options.model, /*with_weights=*/true));
   if (!source.weights) return error(ErrorCode::kInvalidArgument, options.model.string() + " has no weights");
-  AC_ASSIGN_OR_RETURN(driver::ModelModule prepared, driver::model_module(source));
+  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source));
   module = std::move(prepared.module);
   const std::string ir_text = std::move(prepared.ir_text);
   function = module.find_function(name);
@@ -90,31 +83,15 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   AC_ASSIGN_OR_RETURN(input_specs, runtime::argument_specs(*function, source));
   AC_ASSIGN_OR_RETURN(output_specs, runtime::result_specs(*function, source));
 
-  // The artifact, before CUDA is initialized here: compiling forks GPU workers.
-  if (runner.never_compile) {
-    // CUDA may already be up in this process (the Python binding): probe in-process, never fork.
-    AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
-    const tune::DeviceInfo& device = context->info();
-    const fs::path dir = options.artifact.empty() ? runtime::default_artifact_dir(runtime_cache_dir(options), options.model, source.config, options.compile)
-                                                  : options.artifact;
-    const std::string why = runtime::artifact_incompatibility(dir, source.config, ir_text, tune::nvrtc_arch(device));
-    if (!why.empty())
-      return error(ErrorCode::kMismatch, dir.string() + " cannot run " + options.model.string() + ": " + why +
-                                             " (compile it first: agentcompile compile " + options.model.string() + ")");
-    artifact_dir = dir.string();
-  } else {
-    AC_ASSIGN_OR_RETURN(runtime::ResolvedArtifact resolved, runtime::resolve_artifact(options, source.config, ir_text, progress));
-    artifact_dir = resolved.dir.string();
-  }
-  const fs::path resolved_dir = artifact_dir;
-  AC_ASSIGN_OR_RETURN(artifact, runtime::read_artifact(resolved_dir));
+  // The artifact: one that fits this model on this GPU. CUDA may already be up in this process (the
+  // Python binding): the context is asked in-process, nothing forks.
+  AC_ASSIGN_OR_RETURN(context, gpu::CudaContext::create());
+  AC_ASSIGN_OR_RETURN(artifact, runtime::load_fitting_artifact(options, source.config, ir_text, gpu::nvrtc_arch(context->info())));
+  artifact_dir = artifact.dir.string();
   if (!artifact.functions.count(name)) return error(ErrorCode::kMismatch, artifact_dir + ": the artifact has no function @" + name);
 
-  if (!context) {
-    AC_ASSIGN_OR_RETURN(context, tune::CudaContext::create());
-  }
   if (uses_library(artifact)) {
-    AC_ASSIGN_OR_RETURN(library, tune::LibraryRunner::create(stream()));
+    AC_ASSIGN_OR_RETURN(library, gpu::LibraryRunner::create(stream()));
   }
   AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module, *source.weights));
   AC_ASSIGN_OR_RETURN(weights, runtime::DeviceWeights::upload(module, *source.weights, derived.get()));
@@ -122,13 +99,13 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
   AC_ASSIGN_OR_RETURN(cache, runtime::KvCache::allocate(module, tokens));
   runtime::FunctionExecutor::Bindings bind{&weights, &cache, library.get(), {}};
   for (const TensorSpec& spec : input_specs) {
-    AC_ASSIGN_OR_RETURN(tune::DeviceBuffer buffer, tune::DeviceBuffer::allocate(std::max<size_t>(runtime::tensor_bytes(spec), 16)));
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(runtime::tensor_bytes(spec), 16)));
     bind.arguments.push_back(buffer.ptr());
     arguments.push_back(std::move(buffer));
   }
   bind.programmatic_launch = options.programmatic_launch && context->info().sm_major >= 9;
   AC_ASSIGN_OR_RETURN(executor, runtime::FunctionExecutor::create(*function, artifact, kernels, bind, tokens));
-  return tune::cuda_status(api().StreamSynchronize(stream()), "cuStreamSynchronize");
+  return gpu::cuda_status(api().StreamSynchronize(stream()), "cuStreamSynchronize");
 }
 
 Status FunctionRunner::Impl::upload_inputs(const std::vector<Tensor>& inputs) {
@@ -147,7 +124,7 @@ Expected<std::vector<Tensor>> FunctionRunner::Impl::download_outputs() {
     out.dtype = output_specs[i].dtype;
     out.shape = output_specs[i].shape;
     out.data.resize(runtime::tensor_bytes(output_specs[i]));
-    if (!out.data.empty()) AC_TRY(tune::cuda_status(api().MemcpyDtoH(out.data.data(), address, out.data.size()), "cuMemcpyDtoH"));
+    if (!out.data.empty()) AC_TRY(gpu::cuda_status(api().MemcpyDtoH(out.data.data(), address, out.data.size()), "cuMemcpyDtoH"));
     outputs.push_back(std::move(out));
   }
   return outputs;
@@ -157,9 +134,9 @@ FunctionRunner::FunctionRunner(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 FunctionRunner::~FunctionRunner() = default;
 
 Expected<std::unique_ptr<FunctionRunner>> FunctionRunner::load(const EngineOptions& options, const std::string& function,
-                                                              const ProgressFn& progress, const FunctionRunnerOptions& runner) {
+                                                              const FunctionRunnerOptions& runner) {
   auto impl = std::make_unique<Impl>();
-  AC_TRY(impl->load(options, function, progress, runner));
+  AC_TRY(impl->load(options, function, runner));
   return std::unique_ptr<FunctionRunner>(new FunctionRunner(std::move(impl)));
 }
 
@@ -175,7 +152,7 @@ Expected<std::vector<Tensor>> FunctionRunner::run(const std::vector<Tensor>& inp
 }
 
 Status FunctionRunner::synchronize() {
-  return tune::cuda_status(api().StreamSynchronize(impl_->stream()), "cuStreamSynchronize");
+  return gpu::cuda_status(api().StreamSynchronize(impl_->stream()), "cuStreamSynchronize");
 }
 
 Status FunctionRunner::copy_input_from_device(size_t index, uint64_t device_ptr, size_t bytes) {
@@ -185,7 +162,7 @@ Status FunctionRunner::copy_input_from_device(size_t index, uint64_t device_ptr,
     return error(ErrorCode::kInvalidArgument, "input " + impl_->input_specs[index].name + " takes " + std::to_string(expected) + " bytes, not " +
                                                   std::to_string(bytes));
   if (bytes == 0) return Status::ok();
-  return tune::cuda_status(api().MemcpyDtoDAsync(impl_->arguments[index].ptr(), static_cast<CUdeviceptr>(device_ptr), bytes, impl_->stream()),
+  return gpu::cuda_status(api().MemcpyDtoDAsync(impl_->arguments[index].ptr(), static_cast<CUdeviceptr>(device_ptr), bytes, impl_->stream()),
                            "cuMemcpyDtoDAsync(input " + impl_->input_specs[index].name + ")");
 }
 
@@ -197,7 +174,7 @@ Status FunctionRunner::copy_output_to_device(size_t index, uint64_t device_ptr, 
                                                   std::to_string(bytes));
   if (bytes == 0) return Status::ok();
   AC_ASSIGN_OR_RETURN(CUdeviceptr address, impl_->executor->result_address(impl_->tokens, index));
-  return tune::cuda_status(api().MemcpyDtoDAsync(static_cast<CUdeviceptr>(device_ptr), address, bytes, impl_->stream()),
+  return gpu::cuda_status(api().MemcpyDtoDAsync(static_cast<CUdeviceptr>(device_ptr), address, bytes, impl_->stream()),
                            "cuMemcpyDtoDAsync(output " + impl_->output_specs[index].name + ")");
 }
 
@@ -229,15 +206,15 @@ Expected<FunctionTiming> FunctionRunner::time(const std::vector<Tensor>& inputs,
   for (int i = 0; i < warmup; ++i) AC_TRY(once());
   AC_TRY(synchronize());
   EventPair events;
-  AC_TRY(tune::cuda_status(api().EventCreate(&events.start, CU_EVENT_DEFAULT), "cuEventCreate"));
-  AC_TRY(tune::cuda_status(api().EventCreate(&events.stop, CU_EVENT_DEFAULT), "cuEventCreate"));
+  AC_TRY(gpu::cuda_status(api().EventCreate(&events.start, CU_EVENT_DEFAULT), "cuEventCreate"));
+  AC_TRY(gpu::cuda_status(api().EventCreate(&events.stop, CU_EVENT_DEFAULT), "cuEventCreate"));
   for (int i = 0; i < repetitions; ++i) {
-    AC_TRY(tune::cuda_status(api().EventRecord(events.start, stream), "cuEventRecord"));
+    AC_TRY(gpu::cuda_status(api().EventRecord(events.start, stream), "cuEventRecord"));
     AC_TRY(once());
-    AC_TRY(tune::cuda_status(api().EventRecord(events.stop, stream), "cuEventRecord"));
-    AC_TRY(tune::cuda_status(api().EventSynchronize(events.stop), "cuEventSynchronize"));
+    AC_TRY(gpu::cuda_status(api().EventRecord(events.stop, stream), "cuEventRecord"));
+    AC_TRY(gpu::cuda_status(api().EventSynchronize(events.stop), "cuEventSynchronize"));
     float ms = 0;
-    AC_TRY(tune::cuda_status(api().EventElapsedTime(&ms, events.start, events.stop), "cuEventElapsedTime"));
+    AC_TRY(gpu::cuda_status(api().EventElapsedTime(&ms, events.start, events.stop), "cuEventElapsedTime"));
     timing.ms.push_back(ms);
   }
   std::vector<double> sorted = timing.ms;

@@ -29,7 +29,7 @@ Expected<KvCache> KvCache::allocate(const ir::Module& module, int64_t rows) {
     cache.offsets_[s.name] = offset;
     offset += state_bytes(s, rows);
   }
-  auto buffer = tune::DeviceBuffer::allocate(std::max<size_t>(offset, 16));
+  auto buffer = gpu::DeviceBuffer::allocate(std::max<size_t>(offset, 16));
   if (!buffer)
     return error(ErrorCode::kResourceExhausted, "allocating the KV cache for " + std::to_string(rows) + " tokens (" +
                                                     std::to_string(offset >> 20) + " MiB): " + buffer.status().message());

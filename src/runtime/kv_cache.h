@@ -9,7 +9,7 @@
 
 #include "agentcompile/status.h"
 #include "ir/graph.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 namespace agentcompile::runtime {
 
@@ -26,7 +26,7 @@ class KvCache {
   Expected<CUdeviceptr> address(const std::string& state) const;
 
  private:
-  tune::DeviceBuffer buffer_;
+  gpu::DeviceBuffer buffer_;
   int64_t rows_ = 0;
   std::map<std::string, size_t> offsets_;
 };

@@ -7,8 +7,8 @@
 #include "runtime/executor.h"
 #include "runtime/kv_cache.h"
 #include "runtime/memory_plan.h"
-#include "tune/cuda_driver.h"
-#include "tune/driver_api.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/driver_api.h"
 
 namespace agentcompile::runtime {
 
@@ -29,7 +29,7 @@ Expected<MemoryBudget> plan_budget(const ir::Module& module, const ir::Function&
                                    const LoadedArtifact& artifact, const frontend::ModelConfig& config, const EngineOptions& options) {
   MemoryBudget b;
   size_t free_bytes = 0, total_bytes = 0;
-  AC_CU(tune::driver_api()->MemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
+  AC_CU(gpu::driver_api()->MemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
   b.free = static_cast<int64_t>(free_bytes);
   const int64_t model_max = config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
   if (options.max_context < 0) return error(ErrorCode::kInvalidArgument, "--max-context must be positive");

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "codegen/nvrtc_compiler.h"
-#include "tune/driver_api.h"
+#include "emit/artifact_record.h"
+#include "gpu/driver_api.h"
 
 namespace agentcompile::runtime {
 
@@ -23,31 +23,23 @@ struct SamplerArgs {
 };
 static_assert(sizeof(SamplerArgs) == 112, "SamplerArgs must match ac::SamplerArgs");
 
-const tune::DriverApi& api() { return *tune::driver_api(); }
+const gpu::DriverApi& api() { return *gpu::driver_api(); }
 
 }  // namespace
 
-Expected<std::unique_ptr<DeviceSampler>> DeviceSampler::create(int64_t vocab, int64_t history_capacity, const std::string& arch,
-                                                               const std::filesystem::path& nvrtc_cache) {
+Expected<std::unique_ptr<DeviceSampler>> DeviceSampler::create(int64_t vocab, int64_t history_capacity, const std::vector<char>& cubin) {
   std::unique_ptr<DeviceSampler> s(new DeviceSampler());
   s->vocab_ = vocab;
   s->history_capacity_ = std::max<int64_t>(history_capacity, 1);
-  codegen::NvrtcOptions nvrtc;
-  nvrtc.arch = arch;
-  nvrtc.cache_dir = nvrtc_cache;
-  nvrtc.threads = 1;
-  AC_ASSIGN_OR_RETURN(auto compiled, codegen::compile_all({{"ac_sample", "#include \"sampling.cuh\"\n"}}, nvrtc));
-  if (compiled.empty() || !compiled[0].ok)
-    return error(ErrorCode::kInternal, "NVRTC could not compile the sampling kernels: " + (compiled.empty() ? std::string() : compiled[0].log));
-  AC_ASSIGN_OR_RETURN(s->module_, tune::CudaModule::load(compiled[0].cubin, "sampling kernels"));
-  AC_ASSIGN_OR_RETURN(s->kernel_, s->module_->function("ac_sample"));
+  AC_ASSIGN_OR_RETURN(s->module_, gpu::CudaModule::load(cubin, "the sampling kernel"));
+  AC_ASSIGN_OR_RETURN(s->kernel_, s->module_->function(emit::kSamplerKernel.kernel));
   s->blocks_ = static_cast<int>(std::min<int64_t>(kMaxBlocks, (vocab + kThreads - 1) / kThreads));
-  AC_ASSIGN_OR_RETURN(s->control_, tune::DeviceBuffer::allocate(kControlBytes));
+  AC_ASSIGN_OR_RETURN(s->control_, gpu::DeviceBuffer::allocate(kControlBytes));
   AC_TRY(s->control_.fill_bytes(0));
-  AC_ASSIGN_OR_RETURN(s->history_, tune::DeviceBuffer::allocate(static_cast<size_t>(s->history_capacity_) * 4));
-  AC_ASSIGN_OR_RETURN(s->seen_, tune::DeviceBuffer::allocate(static_cast<size_t>(vocab)));
+  AC_ASSIGN_OR_RETURN(s->history_, gpu::DeviceBuffer::allocate(static_cast<size_t>(s->history_capacity_) * 4));
+  AC_ASSIGN_OR_RETURN(s->seen_, gpu::DeviceBuffer::allocate(static_cast<size_t>(vocab)));
   AC_TRY(s->seen_.fill_bytes(0));
-  AC_ASSIGN_OR_RETURN(s->args_, tune::DeviceBuffer::allocate(2 * sizeof(SamplerArgs)));
+  AC_ASSIGN_OR_RETURN(s->args_, gpu::DeviceBuffer::allocate(2 * sizeof(SamplerArgs)));
   void* ring = nullptr;
   AC_CU(api().MemHostAlloc(&ring, kRing * sizeof(int32_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(token ring)");
   s->host_ring_ = static_cast<int32_t*>(ring);
@@ -120,7 +112,7 @@ Status DeviceSampler::configure(Use use, CUdeviceptr logits, int advance) {
 
 Status DeviceSampler::enqueue(Use use, CUstream stream, bool programmatic) {
   const CUdeviceptr args = args_.ptr() + static_cast<size_t>(use) * sizeof(SamplerArgs);
-  return tune::launch_kernel(kernel_, "ac_sample", static_cast<unsigned>(blocks_), 1, 1, kThreads, 0, stream, &args, programmatic);
+  return gpu::launch_kernel(kernel_, emit::kSamplerKernel.kernel, static_cast<unsigned>(blocks_), 1, 1, kThreads, 0, stream, &args, programmatic);
 }
 
 int32_t DeviceSampler::token_of_step(int64_t step) const {

@@ -1,17 +1,17 @@
-// The device sampler (src/kernels/sampling.cuh): compiled through NVRTC when the engine loads, with
-// its state (position and step counters, next-token slot, history, the repetition-penalty mask, the
-// argmax slot, the count of blocks done) in device memory and its token ring in mapped pinned host
-// memory. Two argument blocks live on the device, one for the token after prefill and one for the
+// The device sampler (src/kernels/sampling.cuh): compiled with the model's kernels at compile time
+// and loaded from the artifact's cubin (emit::kSamplerKernel), with its state (position and step
+// counters, next-token slot, history, the repetition-penalty mask, the argmax slot, the count of blocks
+// done) in device memory and its token ring in mapped pinned host memory. Two argument blocks live on the device, one for the token after prefill and one for the
 // decode step, so the decode graph is captured once and new sampling settings need only a copy.
 #pragma once
 
-#include <filesystem>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "agentcompile/engine.h"
 #include "agentcompile/status.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 namespace agentcompile::runtime {
 
@@ -19,8 +19,8 @@ class DeviceSampler {
  public:
   enum class Use { kDecode = 0, kPrefill = 1 };
 
-  static Expected<std::unique_ptr<DeviceSampler>> create(int64_t vocab, int64_t history_capacity, const std::string& arch,
-                                                         const std::filesystem::path& nvrtc_cache);
+  // `cubin`: the sampler kernel as the artifact holds it (LoadedArtifact::runtime_cubins).
+  static Expected<std::unique_ptr<DeviceSampler>> create(int64_t vocab, int64_t history_capacity, const std::vector<char>& cubin);
   ~DeviceSampler();
 
   // Device scalars the IR functions read.
@@ -50,13 +50,13 @@ class DeviceSampler {
   // 3 us per token slower (decode-round11/call5-sampler-launch.txt).
   static constexpr int64_t kMaxBlocks = 132;
   int64_t vocab_ = 0, history_capacity_ = 0;
-  std::unique_ptr<tune::CudaModule> module_;
+  std::unique_ptr<gpu::CudaModule> module_;
   CUfunction kernel_ = nullptr;
   int blocks_ = 1;
-  tune::DeviceBuffer control_;   // next token, position, step, argmax slot, blocks done
-  tune::DeviceBuffer history_;   // [history_capacity] i32
-  tune::DeviceBuffer seen_;      // [vocab] u8
-  tune::DeviceBuffer args_;      // two SamplerArgs blocks
+  gpu::DeviceBuffer control_;   // next token, position, step, argmax slot, blocks done
+  gpu::DeviceBuffer history_;   // [history_capacity] i32
+  gpu::DeviceBuffer seen_;      // [vocab] u8
+  gpu::DeviceBuffer args_;      // two SamplerArgs blocks
   int32_t* host_ring_ = nullptr;
   CUdeviceptr host_ring_device_ = 0;
   SamplingOptions sampling_;

@@ -19,7 +19,7 @@
 #include "agentcompile/status.h"
 #include "codegen/nvrtc_compiler.h"
 #include "plan/candidate.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 #include "tune/region_cases.h"
 
 namespace agentcompile::tune {
@@ -88,13 +88,5 @@ nlohmann::json candidate_result_json(const CandidateResult& result);
 Expected<CandidateResult> candidate_result_from_json(const nlohmann::json& j);
 nlohmann::json timing_json(const Timing& timing);
 Expected<Timing> timing_from_json(const nlohmann::json& j);
-
-// CUDA must not be initialized in a process that later forks admission workers, so the compiler
-// process touches the GPU only through these, which run in a forked child of their own.
-Expected<DeviceInfo> probe_device();
-// Device-to-device copy bandwidth, bytes read + written per second (GB/s), measured now.
-Expected<double> measure_copy_bandwidth_gbs(size_t bytes = size_t{1} << 30);
-// NVRTC target for a device: sm_90a for compute capability 9.0, otherwise sm_XY.
-std::string nvrtc_arch(const DeviceInfo& info);
 
 }  // namespace agentcompile::tune

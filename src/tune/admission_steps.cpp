@@ -32,7 +32,7 @@ int64_t workspace_bytes(const plan::Candidate& c, int64_t tokens) { return c.wor
 // L2 when it comes round again. One set reads the weights already on the device; several need their
 // own copies to leave L2. The workspace is the largest any of the region's candidates needs, so every
 // candidate runs on the same sets.
-Expected<TimingSets> upload_timing_sets(CudaContext& ctx, const ir::Module& region_module, const RegionWork& work,
+Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module& region_module, const RegionWork& work,
                                         const RegionBindings& size, SharedWeights& weights, Laps& laps) {
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, size));
   // Weights do not depend on T: time with the validation weights; inputs and states at this size.
@@ -59,11 +59,11 @@ Expected<TimingSets> upload_timing_sets(CudaContext& ctx, const ir::Module& regi
 
 // Per-launch microseconds of `samples` samples of `batch` back-to-back launches each, rotating
 // through the sets from `next_set`; events bracket every sample.
-Expected<std::vector<double>> sample(CudaContext& ctx, const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionBindings& size,
+Expected<std::vector<double>> sample(gpu::CudaContext& ctx, const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionBindings& size,
                                      const std::vector<DeviceSet>& sets, size_t& next_set, int samples, int batch, bool programmatic) {
-  std::vector<CudaEvent> events;
+  std::vector<gpu::CudaEvent> events;
   for (int i = 0; i <= samples; ++i) {
-    AC_ASSIGN_OR_RETURN(CudaEvent event, CudaEvent::create());
+    AC_ASSIGN_OR_RETURN(gpu::CudaEvent event, gpu::CudaEvent::create());
     events.push_back(std::move(event));
   }
   AC_TRY(events[0].record(ctx.stream()));
@@ -82,7 +82,7 @@ Expected<std::vector<double>> sample(CudaContext& ctx, const plan::Candidate& ca
 
 // Times one candidate at one size over the region's sets for it. Launches are programmatic on
 // sm_90+, as in the runtime's decode and prefill.
-Expected<Timing> time_candidate(CudaContext& ctx, const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionBindings& size,
+Expected<Timing> time_candidate(gpu::CudaContext& ctx, const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionBindings& size,
                                 TimingSets& timing_sets, const AdmitOptions& options) {
   const std::vector<DeviceSet>& sets = timing_sets.sets;
   const bool programmatic = ctx.info().sm_major >= 9;
@@ -90,8 +90,8 @@ Expected<Timing> time_candidate(CudaContext& ctx, const plan::Candidate& candida
     AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(w) % sets.size()].args, size, ctx.stream(), programmatic));
   // Short kernels are timed in batches of back-to-back launches (about 100 us of work per sample),
   // so event and launch latency do not masquerade as kernel time; each sample is per launch.
-  AC_ASSIGN_OR_RETURN(CudaEvent probe_start, CudaEvent::create());
-  AC_ASSIGN_OR_RETURN(CudaEvent probe_end, CudaEvent::create());
+  AC_ASSIGN_OR_RETURN(gpu::CudaEvent probe_start, gpu::CudaEvent::create());
+  AC_ASSIGN_OR_RETURN(gpu::CudaEvent probe_end, gpu::CudaEvent::create());
   AC_TRY(probe_start.record(ctx.stream()));
   for (int i = 0; i < 3; ++i)
     AC_TRY(run_launches(candidate, loaded, sets[static_cast<size_t>(i) % sets.size()].args, size, ctx.stream(), programmatic));
@@ -166,7 +166,7 @@ Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work,
   Laps laps(times);
   region->weights.host = region->cases->front().params.get();
   for (const auto& t : *region->weights.host) {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
     if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()).with_context("uploading " + work.id + "'s weights"));
     region->weights.device.push_back(std::move(buffer));
   }
@@ -174,7 +174,7 @@ Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work,
   return region;
 }
 
-CandidateResult admit_candidate(CudaContext& ctx, LibraryRunner* library, RegionOnDevice& region, const RegionWork& work, size_t index,
+CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* library, RegionOnDevice& region, const RegionWork& work, size_t index,
                                 AdmissionTimes& times) {
   const plan::Candidate& candidate = (*work.candidates)[index];
   const codegen::CompileResult& compiled = (*work.compiled)[index];
@@ -215,7 +215,7 @@ CandidateResult admit_candidate(CudaContext& ctx, LibraryRunner* library, Region
       if (back != c.inputs[i].bytes)
         return fail(error(ErrorCode::kMismatch, "input " + std::to_string(i) + " was modified by the kernel"), false);
     }
-    auto read_back = [](const DeviceBuffer& buffer, const TestTensor& expected, std::vector<uint8_t>& bytes) {
+    auto read_back = [](const gpu::DeviceBuffer& buffer, const TestTensor& expected, std::vector<uint8_t>& bytes) {
       bytes.resize(static_cast<size_t>(expected.elements()) * ir::dtype_size(expected.dtype));
       if (!buffer.download(bytes.data(), bytes.size())) bytes.clear();  // reported as a short read by the check
     };

@@ -26,9 +26,9 @@
 #include "plan/candidate.h"
 #include "tune/admission.h"
 #include "tune/admission_times.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 #include "tune/device_sets.h"
-#include "tune/library_calls.h"
+#include "gpu/library_calls.h"
 #include "tune/region_cases.h"
 
 namespace agentcompile::tune {
@@ -67,7 +67,7 @@ Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work,
 
 // Validates candidate `index` of the region and, if it passes, times it at every timing size.
 // `faulted` in the result means the context may be unusable: the worker must not go on.
-CandidateResult admit_candidate(CudaContext& ctx, LibraryRunner* library, RegionOnDevice& region, const RegionWork& work,
+CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* library, RegionOnDevice& region, const RegionWork& work,
                                 size_t index, AdmissionTimes& times);
 
 // The host half of a case's check: the bytes read back from a candidate's outputs and states against

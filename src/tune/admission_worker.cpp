@@ -24,7 +24,7 @@
 #include <chrono>
 #include <optional>
 
-#include "tune/gpu_worker.h"
+#include "gpu/gpu_worker.h"
 
 namespace agentcompile::tune {
 
@@ -85,7 +85,7 @@ std::vector<int> parse_indices(const std::string& text) {
 }
 
 [[noreturn]] void fail_and_exit(int fd, const std::string& why) {
-  write_all(fd, "ERROR " + json(why).dump() + "\n");
+  gpu::write_all(fd, "ERROR " + json(why).dump() + "\n");
   _exit(2);
 }
 
@@ -116,11 +116,11 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
 
 // The worker: serves requests until end of input; exits at the first fault.
 [[noreturn]] void worker_main(int fd, const std::vector<RegionWork>& work) {
-  auto ctx = CudaContext::create();
+  auto ctx = gpu::CudaContext::create();
   if (!ctx) fail_and_exit(fd, ctx.status().to_string());
-  auto library = LibraryRunner::create((*ctx)->stream());
-  LibraryRunner* runner = library ? library->get() : nullptr;
-  write_all(fd, "READY\n");
+  auto library = gpu::LibraryRunner::create((*ctx)->stream());
+  gpu::LibraryRunner* runner = library ? library->get() : nullptr;
+  gpu::write_all(fd, "READY\n");
   std::unique_ptr<RegionOnDevice> region;
   size_t current = SIZE_MAX;
   std::string pending;
@@ -139,12 +139,12 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
         region = std::move(*prepared);
         current = r;
       }
-      write_all(fd, "SETUP " + to_json(setup).dump() + "\n");
+      gpu::write_all(fd, "SETUP " + to_json(setup).dump() + "\n");
       for (int i : indices) {
-        write_all(fd, "BEGIN " + std::to_string(i) + "\n");
+        gpu::write_all(fd, "BEGIN " + std::to_string(i) + "\n");
         AdmissionTimes times;
         const CandidateResult result = admit_candidate(**ctx, runner, *region, work[r], static_cast<size_t>(i), times);
-        write_all(fd, "RESULT " + std::to_string(i) + " " + json{{"result", candidate_result_json(result)}, {"times", to_json(times)}}.dump() + "\n");
+        gpu::write_all(fd, "RESULT " + std::to_string(i) + " " + json{{"result", candidate_result_json(result)}, {"times", to_json(times)}}.dump() + "\n");
         if (result.faulted) _exit(3);
         if (!result.validated) {
           // A rejected kernel may have scribbled over the shared weights: restore them for the next one.
@@ -153,7 +153,7 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
             if (!host[w].bytes.empty() && !region->weights.device[w].upload(host[w].bytes.data(), host[w].bytes.size())) _exit(3);
         }
       }
-      write_all(fd, "DONE\n");
+      gpu::write_all(fd, "DONE\n");
     } else if (line->rfind("CHAIN ", 0) == 0) {
       region.reset();  // the chain's copies of the layer need the memory
       current = SIZE_MAX;
@@ -179,7 +179,7 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
       }
       // A chain that failed may have left the context unusable: the worker ends with it.
       if (!result) fail_and_exit(fd, result.status().to_string());
-      write_all(fd, "CHAIN_RESULT " + sequence_result_json(*result).dump() + "\n");
+      gpu::write_all(fd, "CHAIN_RESULT " + sequence_result_json(*result).dump() + "\n");
     } else {
       fail_and_exit(fd, "unknown request: " + line->substr(0, 40));
     }

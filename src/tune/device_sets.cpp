@@ -7,23 +7,23 @@ namespace agentcompile::tune {
 Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,
                                const RegionBindings& bindings, const SharedWeights* shared) {
   DeviceSet set;
-  auto upload = [](const TestTensor& t) -> Expected<DeviceBuffer> {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
+  auto upload = [](const TestTensor& t) -> Expected<gpu::DeviceBuffer> {
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
     if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()));
     return buffer;
   };
   for (const auto& t : c.inputs) {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, upload(t));
     set.inputs.push_back(std::move(b));
   }
   if (!shared) {
     for (const auto& t : *c.params) {
-      AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+      AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, upload(t));
       set.params.push_back(std::move(b));
     }
   }
   for (const auto& t : c.states) {
-    AC_ASSIGN_OR_RETURN(DeviceBuffer b, upload(t));
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, upload(t));
     set.states.push_back(std::move(b));
   }
   for (size_t o = 0; o < layout.outputs.size(); ++o) {
@@ -33,11 +33,11 @@ Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, 
     }
     int64_t count = 1;
     for (int64_t size : layout.symbols.resolve(layout.outputs[o].shape)) count *= size;
-    AC_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(std::max<size_t>(16, static_cast<size_t>(count) * ir::dtype_size(layout.outputs[o].dtype))));
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, gpu::DeviceBuffer::allocate(std::max<size_t>(16, static_cast<size_t>(count) * ir::dtype_size(layout.outputs[o].dtype))));
     set.outputs.push_back(std::move(b));
   }
   const int64_t workspace = candidate.workspace_bytes_per_token * bindings.T + candidate.workspace_bytes_fixed;
-  AC_ASSIGN_OR_RETURN(set.workspace, DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(workspace, 16))));
+  AC_ASSIGN_OR_RETURN(set.workspace, gpu::DeviceBuffer::allocate(static_cast<size_t>(std::max<int64_t>(workspace, 16))));
   for (size_t i = 0; i < set.inputs.size(); ++i) set.args.in[i] = set.inputs[i].get();
   if (shared)
     for (size_t i = 0; i < shared->device.size(); ++i) set.args.w[i] = shared->device[i].get();
@@ -53,11 +53,11 @@ Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, 
 }
 
 Expected<LoadedCandidate> load_candidate(const plan::Candidate& candidate, const std::vector<char>& cubin, bool compiled,
-                                         LibraryRunner* library) {
+                                         gpu::LibraryRunner* library) {
   LoadedCandidate loaded;
   loaded.library = library;
   if (compiled) {
-    AC_ASSIGN_OR_RETURN(loaded.module, CudaModule::load(cubin, candidate.name()));
+    AC_ASSIGN_OR_RETURN(loaded.module, gpu::CudaModule::load(cubin, candidate.name()));
   }
   for (const auto& launch : candidate.launches) {
     if (launch.library) {
@@ -73,7 +73,7 @@ Expected<LoadedCandidate> load_candidate(const plan::Candidate& candidate, const
 
 // `programmatic`: generated kernels launch as the runtime launches them on sm_90+ (programmatic
 // dependent launch), so what a kernel does before its producer wait overlaps the launch before it.
-Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
+Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const gpu::RegionArgs& args,
                     const RegionBindings& bindings, CUstream stream, bool programmatic) {
   for (size_t l = 0; l < candidate.launches.size(); ++l) {
     const plan::Launch& launch = candidate.launches[l];
@@ -82,7 +82,7 @@ Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loa
       AC_TRY(loaded.library->run(launch, candidate.match, args));
       continue;
     }
-    AC_TRY(launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
+    AC_TRY(gpu::launch_kernel(loaded.functions[l], launch.kernel, static_cast<unsigned>(launch.grid_x.at(bindings.T)),
                          static_cast<unsigned>(launch.grid_y.at(bindings.T)), static_cast<unsigned>(launch.grid_z.at(bindings.T)),
                          static_cast<unsigned>(launch.block_x), static_cast<unsigned>(launch.shared_bytes), stream, &args,
                          programmatic));

@@ -7,25 +7,25 @@
 
 #include "agentcompile/status.h"
 #include "plan/candidate.h"
-#include "tune/cuda_driver.h"
-#include "tune/library_calls.h"
-#include "tune/region_args.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/library_calls.h"
+#include "gpu/region_args.h"
 #include "tune/region_cases.h"
 
 namespace agentcompile::tune {
 
 // Device copies of one case's buffers, bound into a RegionArgs.
 struct DeviceSet {
-  std::vector<DeviceBuffer> inputs, params, states, outputs;
-  DeviceBuffer workspace;
-  RegionArgs args;
+  std::vector<gpu::DeviceBuffer> inputs, params, states, outputs;
+  gpu::DeviceBuffer workspace;
+  gpu::RegionArgs args;
 };
 
 // A region's weights, uploaded once per worker and shared by every case and candidate (they can be
 // 0.6 GB: an lm_head).
 struct SharedWeights {
   const std::vector<TestTensor>* host = nullptr;
-  std::vector<DeviceBuffer> device;
+  std::vector<gpu::DeviceBuffer> device;
 };
 
 // Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
@@ -33,19 +33,19 @@ Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, 
                                const RegionBindings& bindings, const SharedWeights* shared = nullptr);
 
 struct LoadedCandidate {
-  std::unique_ptr<CudaModule> module;  // null for library-only candidates
+  std::unique_ptr<gpu::CudaModule> module;  // null for library-only candidates
   std::vector<CUfunction> functions;   // per launch; null for library launches
-  LibraryRunner* library = nullptr;
+  gpu::LibraryRunner* library = nullptr;
 };
 
 // Loads a candidate's cubin (when it has generated launches) and its functions; library launches
 // get a null function and run through `library`.
 Expected<LoadedCandidate> load_candidate(const plan::Candidate& candidate, const std::vector<char>& cubin, bool compiled,
-                                         LibraryRunner* library);
+                                         gpu::LibraryRunner* library);
 
 // `programmatic`: generated kernels launch as the runtime launches them on sm_90+ (programmatic
 // dependent launch), so what a kernel does before its producer wait overlaps the launch before it.
-Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const RegionArgs& args,
+Status run_launches(const plan::Candidate& candidate, const LoadedCandidate& loaded, const gpu::RegionArgs& args,
                     const RegionBindings& bindings, CUstream stream, bool programmatic = false);
 
 }  // namespace agentcompile::tune

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 #include "tune/device_sets.h"
-#include "tune/driver_api.h"
+#include "gpu/driver_api.h"
 
 namespace agentcompile::tune {
 
@@ -30,11 +30,11 @@ struct StepOnDevice {
 class UnitGraph {
  public:
   ~UnitGraph() {
-    if (exec_) driver_api()->GraphExecDestroy(exec_);
-    if (graph_) driver_api()->GraphDestroy(graph_);
+    if (exec_) gpu::driver_api()->GraphExecDestroy(exec_);
+    if (graph_) gpu::driver_api()->GraphDestroy(graph_);
   }
   Status capture(CUstream stream, const std::function<Status()>& body) {
-    const DriverApi& api = *driver_api();
+    const gpu::DriverApi& api = *gpu::driver_api();
     AC_CU(api.StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture(sequence)");
     const Status enqueued = body();
     const CUresult ended = api.StreamEndCapture(stream, &graph_);
@@ -43,14 +43,14 @@ class UnitGraph {
     AC_CU(api.GraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate(sequence)");
     return Status::ok();
   }
-  Status launch(CUstream stream) { return cuda_status(driver_api()->GraphLaunch(exec_, stream), "cuGraphLaunch(sequence)"); }
+  Status launch(CUstream stream) { return gpu::cuda_status(gpu::driver_api()->GraphLaunch(exec_, stream), "cuGraphLaunch(sequence)"); }
 
  private:
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
 };
 
-Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<StepOnDevice>& device,
+Expected<double> time_unit_on_device(gpu::CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<StepOnDevice>& device,
                                      const std::vector<int>& choice, const SequenceOptions& options) {
   const bool programmatic = ctx.info().sm_major >= 9;
   UnitGraph graph;
@@ -60,8 +60,8 @@ Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<Sequenc
         const size_t a = static_cast<size_t>(choice[s]);
         // Weights and states are this copy's; activations are one set for every copy, as the runtime's
         // arena gives every layer the same buffers, and a linked input is the buffer its writer fills.
-        RegionArgs args = device[s].sets[r].args;
-        const RegionArgs& shared = device[s].sets[0].args;
+        gpu::RegionArgs args = device[s].sets[r].args;
+        const gpu::RegionArgs& shared = device[s].sets[0].args;
         std::copy(std::begin(shared.in), std::end(shared.in), std::begin(args.in));
         std::copy(std::begin(shared.out), std::end(shared.out), std::begin(args.out));
         args.workspace = shared.workspace;
@@ -73,8 +73,8 @@ Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<Sequenc
     return Status::ok();
   }));
   for (int w = 0; w < 3; ++w) AC_TRY(graph.launch(ctx.stream()));
-  AC_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::create());
-  AC_ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::create());
+  AC_ASSIGN_OR_RETURN(gpu::CudaEvent start, gpu::CudaEvent::create());
+  AC_ASSIGN_OR_RETURN(gpu::CudaEvent stop, gpu::CudaEvent::create());
   std::vector<double> us;
   for (int i = 0; i < options.replays; ++i) {
     AC_TRY(start.record(ctx.stream()));
@@ -89,7 +89,7 @@ Expected<double> time_unit_on_device(CudaContext& ctx, const std::vector<Sequenc
 
 }  // namespace
 
-Expected<SequenceResult> time_sequence(CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
+Expected<SequenceResult> time_sequence(gpu::CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
                                        const SequenceOptions& options) {
   for (const auto& step : steps)
     if (!step.region_module || step.alternatives.empty() || step.alternatives.size() != step.compiled.size())

@@ -28,7 +28,7 @@
 #include "codegen/nvrtc_compiler.h"
 #include "ir/graph.h"
 #include "plan/candidate.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 #include "tune/region_cases.h"
 
 namespace agentcompile::tune {
@@ -85,7 +85,7 @@ Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std
 
 // Loads every alternative, builds the buffers and runs `descend` on `ctx`: in the admission worker
 // (admission_worker.h), which a chain that faults takes down with it.
-Expected<SequenceResult> time_sequence(CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
+Expected<SequenceResult> time_sequence(gpu::CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
                                        const SequenceOptions& options);
 
 // The JSON of a result (worker to caller, and the tuning database), and back.

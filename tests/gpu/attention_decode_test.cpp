@@ -20,7 +20,7 @@ struct Admitted {
 // Decode RoPE regions of their own exist only with the attention prologue off (the unfused ablation).
 const analysis::RegionOptions kSeparateRope{.attention_prologue = false};
 
-Admitted admit_region(const tune::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::string& function_name,
+Admitted admit_region(const gpu::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::string& function_name,
                       analysis::Category category, tune::RegionBindings bindings, int max_candidates = 8,
                       const analysis::RegionOptions& options = {}) {
   Admitted admitted;
@@ -43,7 +43,7 @@ Admitted admit_region(const tune::DeviceInfo& gpu, const std::string& config, ir
     auto cases = tune::build_region_cases(*region_module, bindings, 3, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     EXPECT_TRUE(cases.has_value()) << cases.status().to_string();
     if (!cases) return admitted;
-    auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(gpu));
     tune::AdmitOptions options;
     options.repetitions = 20;
     auto results = tune::admit_candidates(*region_module, bindings, *cases, plan.candidates, compiled, options);
@@ -57,7 +57,7 @@ Admitted admit_region(const tune::DeviceInfo& gpu, const std::string& config, ir
   return admitted;
 }
 
-void attention_at(const tune::DeviceInfo& gpu, int32_t pos) {
+void attention_at(const gpu::DeviceInfo& gpu, int32_t pos) {
   constexpr int64_t kL = 32768, kKvHeads = 8, kHeadDim = 128;
   const Admitted a = admit_region(gpu, "qwen3-1.7b.json", ir::DType::kBF16, "decode", analysis::Category::kAttentionDecode,
                                   {1, kL, pos}, 16);

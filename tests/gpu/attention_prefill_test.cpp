@@ -21,7 +21,7 @@ struct Shape {
 double tflops(double flops, double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; }
 
 // Admits and times the attention_prefill candidates of the model's prefill attention region at each shape.
-void admit_attention(const tune::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::vector<Shape>& shapes) {
+void admit_attention(const gpu::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::vector<Shape>& shapes) {
   ir::Module module = testing::build_config_module(config, dtype);
   const ir::Function& prefill = *module.find_function("prefill");
   auto partition = analysis::form_regions(module, prefill);
@@ -49,7 +49,7 @@ void admit_attention(const tune::DeviceInfo& gpu, const std::string& config, ir:
     auto cases = tune::build_region_cases(*region_module, b, shape.seeds, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     EXPECT_TRUE(cases.has_value()) << cases.status().to_string();
     if (!cases) return;
-    auto compiled = testing::compile_candidates(candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(candidates, gpu::nvrtc_arch(gpu));
     auto results = tune::admit_candidates(*region_module, b, *cases, candidates, compiled, tune::AdmitOptions{});
     EXPECT_TRUE(results.has_value()) << results.status().to_string();
     if (!results) return;

@@ -57,7 +57,7 @@ struct Admitted {
 // Plans the function's attention region at `b`, admits its attention_reference candidate (and, with
 // `with_fast`, every other candidate of the region too, for timing beside it) on 3 seeds x 3
 // distributions; `timing` times validated candidates at other sizes (random data, no reference).
-Admitted admit_reference(const tune::DeviceInfo& gpu, const ir::Module& module, const std::string& function_name,
+Admitted admit_reference(const gpu::DeviceInfo& gpu, const ir::Module& module, const std::string& function_name,
                          const tune::RegionBindings& b, const std::string& what, bool with_fast = false,
                          std::vector<tune::RegionBindings> timing = {}) {
   Admitted admitted;
@@ -90,7 +90,7 @@ Admitted admit_reference(const tune::DeviceInfo& gpu, const ir::Module& module, 
                                         {tune::Distribution::kNormal, tune::Distribution::kUniform, tune::Distribution::kHeavyTailed});
   EXPECT_TRUE(cases.has_value()) << what << ": " << cases.status().to_string();
   if (!cases) return admitted;
-  auto compiled = testing::compile_candidates(candidates, tune::nvrtc_arch(gpu));
+  auto compiled = testing::compile_candidates(candidates, gpu::nvrtc_arch(gpu));
   tune::AdmitOptions options;
   options.repetitions = 10;
   options.timing = std::move(timing);
@@ -155,7 +155,7 @@ TEST(AttentionReference, TinyCheckpointsEveryRegionAdmits) {
           ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
           auto cases = tune::build_region_cases(*region_module, b, 2, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
           ASSERT_TRUE(cases.has_value()) << cases.status().to_string();
-          auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(*gpu));
+          auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(*gpu));
           tune::AdmitOptions options;
           options.measure = false;
           auto results = tune::admit_candidates(*region_module, b, *cases, plan.candidates, compiled, options);

@@ -30,7 +30,7 @@ struct Result {
 
 // Plans `function`, then admits every region whose category is in `categories` (all when empty):
 // every candidate validated on `seeds` seeds x 2 distributions, then timed.
-Result admit_regions(const tune::DeviceInfo& gpu, const std::string& what, const ir::Module& module, const std::string& function_name,
+Result admit_regions(const gpu::DeviceInfo& gpu, const std::string& what, const ir::Module& module, const std::string& function_name,
                      const tune::RegionBindings& b, const std::vector<analysis::Category>& categories, int seeds = 3,
                      const analysis::RegionOptions& region_options = {}, int max_candidates = 12) {
   Result total;
@@ -56,7 +56,7 @@ Result admit_regions(const tune::DeviceInfo& gpu, const std::string& what, const
     auto cases = tune::build_region_cases(*region_module, b, seeds, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     EXPECT_TRUE(cases.has_value()) << what << ": " << cases.status().to_string();
     if (!cases) continue;
-    auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(gpu));
     tune::AdmitOptions options;
     options.repetitions = 10;
     auto results = tune::admit_candidates(*region_module, b, *cases, plan.candidates, compiled, options);

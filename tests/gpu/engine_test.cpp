@@ -9,6 +9,7 @@
 #include <random>
 
 #include "agentcompile/engine.h"
+#include "agentcompile/first_use.h"
 #include "frontend/init_random.h"
 #include "frontend/model_builder.h"
 #include "frontend/model_source.h"
@@ -79,11 +80,22 @@ size_t argmax(const float* row, size_t n) { return static_cast<size_t>(std::max_
 
 TEST(Engine, CompilesOnFirstUseAndMatchesTheReference) {
   AC_REQUIRE_GPU();
-  auto loaded = Engine::load(options(), [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); });
+  const auto say = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+  // The runtime alone never compiles: with an empty cache it says so.
+  auto uncompiled = Engine::load(options(), say);
+  ASSERT_FALSE(uncompiled);
+  EXPECT_EQ(uncompiled.status().code(), ErrorCode::kMismatch) << uncompiled.status().to_string();
+  EXPECT_NE(uncompiled.status().message().find("compile it first"), std::string::npos) << uncompiled.status().to_string();
+  // Compile on first use; the runtime then finds the model's own artifact in the cache.
+  auto prepared = prepare_artifact(options(), say);
+  ASSERT_TRUE(prepared) << prepared.status().to_string();
+  EXPECT_TRUE(prepared->compiled_now) << prepared->note;
+  EXPECT_TRUE(std::filesystem::exists(prepared->dir / "cubin" / "ac_sample.cubin")) << "the sampler ships in the artifact";
+  auto loaded = Engine::load(options(), say);
   ASSERT_TRUE(loaded) << loaded.status().to_string();
   engine() = std::move(*loaded);
   const EngineInfo& info = engine()->info();
-  EXPECT_TRUE(info.compiled_now) << info.compile_note;
+  EXPECT_EQ(info.artifact, prepared->dir.string());
   EXPECT_EQ(info.max_context, 256);
 
   const std::vector<int32_t> ids = random_ids(40, info.vocab_size, 3);
@@ -134,9 +146,11 @@ TEST(Engine, CompilesOnFirstUseAndMatchesTheReference) {
 TEST(Engine, GraphOnAndOffGiveTheSameTokens) {
   AC_REQUIRE_GPU();
   ASSERT_TRUE(engine()) << "the first test did not load the engine";
-  auto no_graph = Engine::load(options(false));
+  auto again = prepare_artifact(options(false));
+  ASSERT_TRUE(again) << again.status().to_string();
+  EXPECT_FALSE(again->compiled_now) << again->note;
+  auto no_graph = load_engine(options(false));
   ASSERT_TRUE(no_graph) << no_graph.status().to_string();
-  EXPECT_FALSE((*no_graph)->info().compiled_now);
   const std::vector<int32_t> prompt = random_ids(21, engine()->info().vocab_size, 5);
   GenerateOptions g;
   g.max_new_tokens = 48;

@@ -16,7 +16,7 @@ constexpr double kPeakTflops = 990;  // dense f16 Tensor Core peak of an H100/H2
 
 // `with_static_rows`: also the regions whose row count does not depend on T (the lm_head row),
 // which need admitting at one T only.
-void admit_gemm_regions(const tune::DeviceInfo& gpu, const std::string& config, ir::DType dtype, tune::RegionBindings bindings,
+void admit_gemm_regions(const gpu::DeviceInfo& gpu, const std::string& config, ir::DType dtype, tune::RegionBindings bindings,
                         int max_candidates, int seeds, bool with_static_rows) {
   ir::Module module = testing::build_config_module(config, dtype);
   const ir::Function& prefill = *module.find_function("prefill");
@@ -40,7 +40,7 @@ void admit_gemm_regions(const tune::DeviceInfo& gpu, const std::string& config, 
     ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
     auto cases = tune::build_region_cases(*region_module, bindings, seeds, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     ASSERT_TRUE(cases.has_value()) << cases.status().to_string();
-    auto compiled = testing::compile_candidates(candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(candidates, gpu::nvrtc_arch(gpu));
     tune::AdmitOptions admit;
     admit.repetitions = 20;
     auto results = tune::admit_candidates(*region_module, bindings, *cases, candidates, compiled, admit);

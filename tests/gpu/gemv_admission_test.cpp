@@ -12,7 +12,7 @@ struct Admitted {
   std::vector<tune::CandidateResult> results;
 };
 
-std::vector<Admitted> admit_gemv_regions(const tune::DeviceInfo& gpu) {
+std::vector<Admitted> admit_gemv_regions(const gpu::DeviceInfo& gpu) {
   ir::Module module = testing::build_config_module("qwen3-1.7b.json", ir::DType::kF16);
   const ir::Function& decode = *module.find_function("decode");
   auto partition = analysis::form_regions(module, decode);
@@ -30,7 +30,7 @@ std::vector<Admitted> admit_gemv_regions(const tune::DeviceInfo& gpu) {
     tune::RegionBindings bindings{1, 256, 5};
     auto cases = tune::build_region_cases(*region_module, bindings, 3, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     EXPECT_TRUE(cases.has_value()) << cases.status().to_string();
-    auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(gpu));
     auto results = tune::admit_candidates(*region_module, bindings, *cases, plan.candidates, compiled, tune::AdmitOptions{});
     EXPECT_TRUE(results.has_value()) << results.status().to_string();
     out.push_back({plan, results ? *results : std::vector<tune::CandidateResult>{}});
@@ -40,7 +40,7 @@ std::vector<Admitted> admit_gemv_regions(const tune::DeviceInfo& gpu) {
 
 TEST(GemvAdmission, EveryRegionHasValidatedCandidatesAndTimings) {
   AC_REQUIRE_GPU();
-  auto bandwidth = tune::measure_copy_bandwidth_gbs();
+  auto bandwidth = gpu::measure_copy_bandwidth_gbs();
   ASSERT_TRUE(bandwidth.has_value()) << bandwidth.status().to_string();
   std::printf("device: %s, copy bandwidth %.0f GB/s\n", gpu->name.c_str(), *bandwidth);
   auto admitted = admit_gemv_regions(*gpu);
@@ -106,7 +106,7 @@ TEST(GemvAdmission, PlantedBrokenCandidatesAreRejectedWithTheRightReason) {
   std::vector<plan::Candidate> candidates = {planted(like, "wrong"), planted(like, "lazy"), planted(like, "wild"),
                                              planted(like, "broken"), like};
   codegen::NvrtcOptions options;
-  options.arch = tune::nvrtc_arch(*gpu);
+  options.arch = gpu::nvrtc_arch(*gpu);
   options.isolate = true;
   auto real_source = codegen::render_source(like);
   ASSERT_TRUE(real_source.has_value());

@@ -14,12 +14,13 @@
 #include "codegen/render.h"
 #include "frontend/model_builder.h"
 #include "plan/planner.h"
+#include "gpu/device_probe.h"
 #include "tune/admission.h"
 
 namespace agentcompile::testing {
 
-inline const tune::DeviceInfo* gpu_or_skip_reason(std::string* why) {
-  static const auto info = tune::probe_device();
+inline const gpu::DeviceInfo* gpu_or_skip_reason(std::string* why) {
+  static const auto info = gpu::probe_device();
   if (!info) {
     *why = info.status().to_string();
     return nullptr;
@@ -29,7 +30,7 @@ inline const tune::DeviceInfo* gpu_or_skip_reason(std::string* why) {
 
 #define AC_REQUIRE_GPU()                                                                   \
   std::string ac_gpu_why;                                                                 \
-  const tune::DeviceInfo* gpu = ::agentcompile::testing::gpu_or_skip_reason(&ac_gpu_why); \
+  const gpu::DeviceInfo* gpu = ::agentcompile::testing::gpu_or_skip_reason(&ac_gpu_why); \
   if (!gpu) GTEST_SKIP() << "no GPU: " << ac_gpu_why
 
 inline ir::Module build_config_module(const std::string& config_name, ir::DType dtype) {

@@ -234,10 +234,10 @@ void build_planted(const std::string& arch, const std::string& function_name, co
   out->compiled = std::move(*compiled);
 }
 
-void plant_and_admit(const tune::DeviceInfo& gpu, const std::string& function_name, const RegionMatch& match,
+void plant_and_admit(const gpu::DeviceInfo& gpu, const std::string& function_name, const RegionMatch& match,
                      const tune::RegionBindings& bindings) {
   PlantedRegion planted;
-  build_planted(tune::nvrtc_arch(gpu), function_name, match, bindings, &planted);
+  build_planted(gpu::nvrtc_arch(gpu), function_name, match, bindings, &planted);
   if (::testing::Test::HasFatalFailure()) return;
   const std::vector<plan::Candidate>& candidates = planted.candidates;
   const std::vector<std::string>& expect = planted.expect;

@@ -13,7 +13,7 @@
 namespace agentcompile {
 namespace {
 
-void admit_module(const tune::DeviceInfo& gpu, const std::string& label, const ir::Module& module) {
+void admit_module(const gpu::DeviceInfo& gpu, const std::string& label, const ir::Module& module) {
   const ir::Function& function = module.functions.front();
   const tune::RegionBindings bindings{1, 256, 0};
   auto partition = analysis::form_regions(module, function);
@@ -31,7 +31,7 @@ void admit_module(const tune::DeviceInfo& gpu, const std::string& label, const i
     ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
     auto cases = tune::build_region_cases(*region_module, bindings, 3, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     ASSERT_TRUE(cases.has_value()) << label << ": " << cases.status().to_string();
-    auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(gpu));
     tune::AdmitOptions options;
     options.repetitions = 10;
     auto results = tune::admit_candidates(*region_module, bindings, *cases, plan.candidates, compiled, options);

@@ -8,7 +8,7 @@
 namespace agentcompile {
 namespace {
 
-void admit_function(const tune::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::string& function_name,
+void admit_function(const gpu::DeviceInfo& gpu, const std::string& config, ir::DType dtype, const std::string& function_name,
                     tune::RegionBindings bindings) {
   ir::Module module = testing::build_config_module(config, dtype);
   const ir::Function& function = *module.find_function(function_name);
@@ -29,7 +29,7 @@ void admit_function(const tune::DeviceInfo& gpu, const std::string& config, ir::
     ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
     auto cases = tune::build_region_cases(*region_module, bindings, 3, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     ASSERT_TRUE(cases.has_value()) << cases.status().to_string();
-    auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(gpu));
     tune::AdmitOptions options;
     options.repetitions = 20;
     auto results = tune::admit_candidates(*region_module, bindings, *cases, plan.candidates, compiled, options);

@@ -19,7 +19,7 @@ namespace {
 const std::set<std::string> kRowwise = {"rmsnorm", "embedding", "elementwise", "softmax", "reduction"};
 
 // Admits the regions of `function` that a row-wise family matched.
-void admit_function(const tune::DeviceInfo& gpu, const std::string& label, const ir::Module& module,
+void admit_function(const gpu::DeviceInfo& gpu, const std::string& label, const ir::Module& module,
                     const ir::Function& function, tune::RegionBindings bindings, int seeds, bool gathers = true) {
   auto partition = analysis::form_regions(module, function);
   auto unique = analysis::unique_regions(module, function, partition, {bindings.T, bindings.L});
@@ -39,7 +39,7 @@ void admit_function(const tune::DeviceInfo& gpu, const std::string& label, const
     ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
     auto cases = tune::build_region_cases(*region_module, bindings, seeds, {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed});
     ASSERT_TRUE(cases.has_value()) << cases.status().to_string();
-    auto compiled = testing::compile_candidates(plan.candidates, tune::nvrtc_arch(gpu));
+    auto compiled = testing::compile_candidates(plan.candidates, gpu::nvrtc_arch(gpu));
     tune::AdmitOptions options;
     options.repetitions = 20;
     auto results = tune::admit_candidates(*region_module, bindings, *cases, plan.candidates, compiled, options);

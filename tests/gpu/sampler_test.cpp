@@ -6,30 +6,38 @@
 #include <cmath>
 #include <map>
 
+#include "codegen/nvrtc_compiler.h"
+#include "emit/artifact_record.h"
+#include "gpu/device_probe.h"
 #include "gpu_test_support.h"
 #include "runtime/sampler.h"
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 namespace agentcompile::runtime {
 namespace {
 
 struct Rig {
-  std::unique_ptr<tune::CudaContext> context;
+  std::unique_ptr<gpu::CudaContext> context;
   std::unique_ptr<DeviceSampler> sampler;
-  tune::DeviceBuffer logits;
+  gpu::DeviceBuffer logits;
   int64_t vocab = 0;
 
   static Rig create(int64_t vocab) {
     Rig rig;
     rig.vocab = vocab;
-    auto context = tune::CudaContext::create();
+    auto context = gpu::CudaContext::create();
     EXPECT_TRUE(context) << context.status().to_string();
     rig.context = std::move(*context);
-    const std::string arch = tune::nvrtc_arch(rig.context->info());
-    auto sampler = DeviceSampler::create(vocab, 4096, arch, std::filesystem::path(AC_BINARY_DIR) / "sampler-test-nvrtc");
+    // The sampler kernel as a compile builds it into the artifact (driver/compile.cpp).
+    codegen::NvrtcOptions nvrtc;
+    nvrtc.arch = gpu::nvrtc_arch(rig.context->info());
+    nvrtc.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "sampler-test-nvrtc";
+    auto compiled = codegen::compile_all({{emit::kSamplerKernel.kernel, emit::kSamplerKernel.source}}, nvrtc);
+    EXPECT_TRUE(compiled && compiled->size() == 1 && (*compiled)[0].ok) << (compiled ? (*compiled)[0].log : compiled.status().to_string());
+    auto sampler = DeviceSampler::create(vocab, 4096, compiled ? (*compiled)[0].cubin : std::vector<char>{});
     EXPECT_TRUE(sampler) << sampler.status().to_string();
     rig.sampler = std::move(*sampler);
-    auto buffer = tune::DeviceBuffer::allocate(static_cast<size_t>(vocab) * 4);
+    auto buffer = gpu::DeviceBuffer::allocate(static_cast<size_t>(vocab) * 4);
     EXPECT_TRUE(buffer) << buffer.status().to_string();
     rig.logits = std::move(*buffer);
     return rig;

@@ -8,6 +8,7 @@
 
 #include "analysis/extract.h"
 #include "analysis/regions.h"
+#include "gpu/device_probe.h"
 #include "model_fixtures.h"
 #include "tune/admission_worker.h"
 
@@ -15,7 +16,7 @@ namespace agentcompile::tune {
 namespace {
 
 TEST(AdmissionWorker, WithoutAGpuItSaysWhyAndCompileErrorsNeedNoWorker) {
-  if (probe_device()) GTEST_SKIP() << "a GPU is present: tests/gpu covers the worker there";
+  if (gpu::probe_device()) GTEST_SKIP() << "a GPU is present: tests/gpu covers the worker there";
   const ir::Module module = fixtures::tiny_model("tiny-qwen3.json");
   const ir::Function& decode = *module.find_function("decode");
   const auto partition = analysis::form_regions(module, decode);

@@ -66,6 +66,17 @@ TEST(ArtifactRecord, ARealArtifactReadsBackAndVerifies) {
   bool lists_cubin = false;
   for (const auto& file : record->files) lists_cubin |= file.path.rfind("cubin/", 0) == 0;
   EXPECT_TRUE(lists_cubin);
+  // The sampler ships with the model's kernels (the module generates: it has a decode function).
+  ASSERT_EQ(record->runtime_kernels.count(kSamplerKernel.role), 1u);
+  EXPECT_EQ(record->runtime_kernels.at(kSamplerKernel.role).kernel, kSamplerKernel.kernel);
+  EXPECT_EQ(record->runtime_kernels.at(kSamplerKernel.role).cubin, "cubin/ac_sample.cubin");
+  EXPECT_TRUE(check_runtime_kernels(*record).is_ok());
+  ArtifactRecord before = *record;
+  before.runtime_kernels.clear();
+  EXPECT_EQ(check_runtime_kernels(before).code(), ErrorCode::kNotFound);
+  before.functions.erase("decode");  // a plain module (one function) needs no sampler
+  before.functions.erase("prefill");
+  EXPECT_TRUE(check_runtime_kernels(before).is_ok());
   EXPECT_TRUE(verify_artifact_files(artifact_dir(), *record).is_ok());
   auto verified = read_verified_artifact(artifact_dir());
   EXPECT_TRUE(verified) << verified.status().to_string();
@@ -100,6 +111,9 @@ TEST(ArtifactRecord, EveryWrongShapeIsAnErrorNamingTheMember) {
        }, "launch"},
       {"sites type", [](json& m) { m["functions"]["prefill"]["sites"][0]["inputs"] = "x"; }, "function prefill"},
       {"unknown region", [](json& m) { m["functions"]["decode"]["sites"][0]["region"] = "nowhere"; }, "nowhere"},
+      {"runtime kernels type", [](json& m) { m["runtime_kernels"] = json::array(); }, "runtime_kernels"},
+      {"runtime kernel cubin type", [](json& m) { m["runtime_kernels"]["sampler"]["cubin"] = 3; }, "runtime_kernels.sampler"},
+      {"runtime kernel cubin unlisted", [](json& m) { m["runtime_kernels"]["sampler"]["cubin"] = "cubin/elsewhere.cubin"; }, "not a listed file"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);

@@ -3,6 +3,7 @@
 // artifacts that do not fit the model or lack a kernel, and writing logits files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,11 +12,13 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "frontend/model_builder.h"
 #include "frontend/model_config.h"
 #include "ir/text.h"
 #include "runtime/artifact_reader.h"
-#include "runtime/artifact_resolver.h"
+#include "emit/artifact_fit.h"
 #include "runtime/logits_file.h"
 #include "runtime/memory_plan.h"
 #include "command_runner.h"
@@ -167,25 +170,28 @@ TEST(RuntimeArtifact, RefusesArtifactsThatDoNotFit) {
   const std::string ir_text = ir::print_module(module);
   auto config = frontend::read_hf_config(kConfig);
   ASSERT_TRUE(config);
-  EXPECT_NE(artifact_incompatibility(artifact_dir(), *config, ir_text, "sm_90a").find("without a GPU"), std::string::npos);
-  EXPECT_NE(artifact_incompatibility(artifact_dir(), *config, ir_text, "sm_80").find("built for sm_90a"), std::string::npos);
+  EXPECT_NE(emit::artifact_incompatibility(artifact_dir(), *config, ir_text, "sm_90a").find("without a GPU"), std::string::npos);
+  EXPECT_NE(emit::artifact_incompatibility(artifact_dir(), *config, ir_text, "sm_80").find("built for sm_90a"), std::string::npos);
   auto other = frontend::read_hf_config(fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/tiny-qwen3.json");
   ASSERT_TRUE(other) << other.status().to_string();
   auto other_module = frontend::build_module(*other);
   ASSERT_TRUE(other_module) << other_module.status().to_string();
-  EXPECT_NE(artifact_incompatibility(artifact_dir(), *other, ir::print_module(*other_module), "sm_90a").find("another model configuration"),
+  EXPECT_NE(emit::artifact_incompatibility(artifact_dir(), *other, ir::print_module(*other_module), "sm_90a").find("another model configuration"),
             std::string::npos);
   // The IR decides: another model whose graph is this one's, byte for byte, may use the artifact (a capture and
   // the builder of the same architecture share one); only the device and validation checks remain.
-  EXPECT_EQ(artifact_incompatibility(artifact_dir(), *other, ir_text, "sm_90a").find("another model configuration"), std::string::npos);
-  EXPECT_NE(artifact_incompatibility(artifact_dir() / "nowhere", *config, ir_text, "sm_90a").find("no metadata.json"), std::string::npos);
+  EXPECT_EQ(emit::artifact_incompatibility(artifact_dir(), *other, ir_text, "sm_90a").find("another model configuration"), std::string::npos);
+  EXPECT_NE(emit::artifact_incompatibility(artifact_dir() / "nowhere", *config, ir_text, "sm_90a").find("no metadata.json"), std::string::npos);
 }
 
 TEST(RuntimeArtifact, MissingKernelAndMalformedMetadataAreErrors) {
   const fs::path copy = artifact_dir().parent_path() / "broken";
   fs::remove_all(copy);
   fs::copy(artifact_dir(), copy, fs::copy_options::recursive);
-  const fs::path victim = *fs::directory_iterator(copy / "cubin");
+  fs::path victim;  // a region's kernel, not the sampler's (RuntimeArtifact.SamplerShipsInTheArtifact)
+  for (const auto& entry : fs::directory_iterator(copy / "cubin"))
+    if (entry.path().filename() != "ac_sample.cubin") victim = entry.path();
+  ASSERT_FALSE(victim.empty());
   fs::remove(victim);
   auto missing = read_artifact(copy);
   ASSERT_FALSE(missing);
@@ -201,6 +207,51 @@ TEST(RuntimeArtifact, MissingKernelAndMalformedMetadataAreErrors) {
   auto truncated = read_artifact(copy);
   ASSERT_FALSE(truncated);
   EXPECT_EQ(truncated.status().code(), ErrorCode::kParse);
+}
+
+// The sampler is compiled with the model's kernels and read from the artifact; an artifact written
+// before it shipped there (no "runtime_kernels" in metadata.json) is refused with a request to
+// recompile, by the reader and by the fit check that compile on first use consults, never a crash.
+TEST(RuntimeArtifact, SamplerShipsInTheArtifact) {
+  auto artifact = read_artifact(artifact_dir());
+  ASSERT_TRUE(artifact) << artifact.status().to_string();
+  ASSERT_EQ(artifact->runtime_cubins.count("sampler"), 1u);
+  EXPECT_FALSE(artifact->runtime_cubins.at("sampler").empty());
+  EXPECT_TRUE(fs::exists(artifact_dir() / "cubin" / "ac_sample.cubin"));
+
+  const fs::path missing = artifact_dir().parent_path() / "no-sampler-cubin";
+  fs::remove_all(missing);
+  fs::copy(artifact_dir(), missing, fs::copy_options::recursive);
+  fs::remove(missing / "cubin" / "ac_sample.cubin");
+  auto without_cubin = read_artifact(missing);
+  ASSERT_FALSE(without_cubin);
+  EXPECT_NE(without_cubin.status().message().find("sampler kernel"), std::string::npos) << without_cubin.status().to_string();
+
+  // An artifact of before: metadata.json without runtime_kernels (its files still verify).
+  const fs::path old = artifact_dir().parent_path() / "before-runtime-kernels";
+  fs::remove_all(old);
+  fs::copy(artifact_dir(), old, fs::copy_options::recursive);
+  nlohmann::json meta;
+  {
+    std::ifstream in(old / "metadata.json");
+    meta = nlohmann::json::parse(in);
+  }
+  ASSERT_TRUE(meta.contains("runtime_kernels"));
+  meta.erase("runtime_kernels");
+  meta["gpu_used"] = true;  // so that the sampler is all it lacks to fit
+  auto& files = meta["files"];
+  files.erase(std::remove_if(files.begin(), files.end(), [](const nlohmann::json& f) { return f["path"] == "cubin/ac_sample.cubin"; }), files.end());
+  fs::remove(old / "cubin" / "ac_sample.cubin");
+  std::ofstream(old / "metadata.json") << meta.dump(1) << "\n";
+  auto refused = read_artifact(old);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), ErrorCode::kMismatch);
+  EXPECT_NE(refused.status().message().find("compiled before the runtime's kernels shipped"), std::string::npos) << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("compile it again"), std::string::npos) << refused.status().to_string();
+  const std::string ir_text = ir::print_module(module_of_config());
+  auto config = frontend::read_hf_config(kConfig);
+  ASSERT_TRUE(config);
+  EXPECT_NE(emit::artifact_incompatibility(old, *config, ir_text, "sm_90a").find("no sampler kernel"), std::string::npos);
 }
 
 TEST(LogitsFile, NpyHeaderAndDataRoundTrip) {

@@ -84,7 +84,7 @@ struct Schedule {
 };
 
 // Blocks in a cluster that every sm_90 GPU schedules, and the most H100/H200 schedule once a kernel
-// opts in (tune::CudaModule::function sets the attribute). 16 splits of 8 kv heads fill 128 SMs.
+// opts in (gpu::CudaModule::function sets the attribute). 16 splits of 8 kv heads fill 128 SMs.
 constexpr int64_t kPortableClusterBlocks = 8;
 constexpr int64_t kLargestClusterBlocks = 16;
 

@@ -1,11 +1,11 @@
 // The module a model compiles to (see model_module.h).
-#include "driver/model_module.h"
+#include "emit/model_module.h"
 
 #include "analysis/recognize/recognize.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::emit {
 
 namespace {
 
@@ -34,4 +34,4 @@ Expected<ModelModule> model_module(const frontend::ModelSource& source) {
   return out;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::emit

@@ -11,7 +11,7 @@
 #include "frontend/model_source.h"
 #include "ir/graph.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::emit {
 
 struct ModelModule {
   ir::Module module;                    // with each captured node's source location (errors name it)
@@ -22,4 +22,4 @@ struct ModelModule {
 
 Expected<ModelModule> model_module(const frontend::ModelSource& source);
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::emit

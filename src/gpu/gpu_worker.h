@@ -8,7 +8,7 @@
 
 #include "agentcompile/status.h"
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 // Writes all of `text` to `fd` (a pipe to the parent); stops quietly if the parent is gone.
 void write_all(int fd, const std::string& text);
@@ -17,4 +17,4 @@ void write_all(int fd, const std::string& text);
 // or outlives `timeout_s` (then killed) is an error too.
 Expected<std::string> run_forked(const std::function<Expected<std::string>()>& body, double timeout_s);
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

@@ -1,11 +1,11 @@
 // dlopen("libcuda.so.1") and cuGetProcAddress for every entry point the project uses.
-#include "tune/driver_api.h"
+#include "gpu/driver_api.h"
 
 #include <dlfcn.h>
 
 #include <mutex>
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 namespace {
 
@@ -103,4 +103,4 @@ const DriverApi* driver_api(std::string* why) {
   return &loaded.api;
 }
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

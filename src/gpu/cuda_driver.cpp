@@ -1,11 +1,11 @@
 // CUDA driver API wrappers.
-#include "tune/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
-#include "tune/driver_api.h"
+#include "gpu/driver_api.h"
 
 #include <atomic>
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 namespace {
 std::atomic<bool> g_cuda_initialized{false};
@@ -201,4 +201,4 @@ Expected<float> CudaEvent::elapsed_since(const CudaEvent& start) const {
   return ms;
 }
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

@@ -12,12 +12,12 @@
 
 #include "agentcompile/status.h"
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 // Turns a CUresult into a Status ("cuLaunchKernel(gemv_x): CUDA_ERROR_ILLEGAL_ADDRESS: an illegal
 // memory access was encountered").
 Status cuda_status(CUresult result, const std::string& what);
-#define AC_CU(call, what) AC_TRY(::agentcompile::tune::cuda_status((call), (what)))
+#define AC_CU(call, what) AC_TRY(::agentcompile::gpu::cuda_status((call), (what)))
 
 // True once this process has initialized CUDA (created a context). A process that has cannot fork
 // GPU workers any more (admission) nor probe the device in a forked child.
@@ -105,4 +105,4 @@ class CudaEvent {
   CUevent event_ = nullptr;
 };
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

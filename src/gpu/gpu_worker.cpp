@@ -1,5 +1,5 @@
 // Forked GPU workers (see gpu_worker.h).
-#include "tune/gpu_worker.h"
+#include "gpu/gpu_worker.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 void write_all(int fd, const std::string& text) {
   size_t done = 0;
@@ -54,4 +54,4 @@ Expected<std::string> run_forked(const std::function<Expected<std::string>()>& b
 }
 
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 struct DriverApi {
   decltype(&::cuInit) Init = nullptr;
@@ -64,4 +64,4 @@ struct DriverApi {
 // The loaded API, or nullptr with `why` set when libcuda cannot be loaded.
 const DriverApi* driver_api(std::string* why = nullptr);
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

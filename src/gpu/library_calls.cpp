@@ -8,14 +8,14 @@
 // Cᵀ = op(B)ᵀ · op(A)ᵀ, where a row-major [r, c] matrix is the column-major [c, r] one with leading
 // dimension c. fp32 compute in the handle's default math mode, so f32 GEMMs never use TF32 (torch's
 // default as well).
-#include "tune/library_calls.h"
+#include "gpu/library_calls.h"
 
 #include <cublas_v2.h>
 
 #include <cstdint>
 #include <string>
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 namespace {
 
@@ -135,4 +135,4 @@ Status LibraryRunner::run_batched(const plan::Launch& launch, const RegionArgs& 
           std::to_string(k) + ")");
 }
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

@@ -9,9 +9,9 @@
 
 #include "agentcompile/status.h"
 #include "plan/candidate.h"
-#include "tune/region_args.h"
+#include "gpu/region_args.h"
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 class LibraryRunner {
  public:
@@ -26,4 +26,4 @@ class LibraryRunner {
   void* handle_ = nullptr;  // cublasHandle_t
 };
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace agentcompile::tune {
+namespace agentcompile::gpu {
 
 struct RegionArgs {
   const void* in[8] = {};
@@ -20,4 +20,4 @@ static_assert(sizeof(RegionArgs) == 8 * 8 * 3 + 8 * 4 + 8 + 8, "RegionArgs must 
 constexpr int kMaxSlots = 8;
 constexpr int kMaxStates = 4;
 
-}  // namespace agentcompile::tune
+}  // namespace agentcompile::gpu
