@@ -209,7 +209,7 @@ CandidateResult admit_candidate(CudaContext& ctx, LibraryRunner* library, Region
     if (!status) return fail(status, true);
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       const auto unchanged = device_holds(set->inputs[i], c.inputs[i].bytes, region.staging);
-      if (!unchanged) return fail(error(ErrorCode::kMismatch, "cannot read back input"), false);
+      if (!unchanged) return fail(error(ErrorCode::kMismatch, "cannot read back input " + std::to_string(i) + ": " + unchanged.status().message()), false);
       if (!*unchanged) return fail(error(ErrorCode::kMismatch, "input " + std::to_string(i) + " was modified by the kernel"), false);
     }
     auto read_back = [](const DeviceBuffer& buffer, const TestTensor& expected, std::vector<uint8_t>& bytes) {
@@ -228,8 +228,8 @@ CandidateResult admit_candidate(CudaContext& ctx, LibraryRunner* library, Region
   // The shared weights must come back as uploaded (checked once, after every case ran).
   for (size_t i = 0; i < region.weights.device.size(); ++i) {
     const auto unchanged = device_holds(region.weights.device[i], region.weights.host[i]->bytes, region.staging);
-    if (!unchanged || !*unchanged)
-      return fail(error(ErrorCode::kMismatch, "weight " + std::to_string(i) + " was modified by the kernel"), false);
+    if (!unchanged) return fail(error(ErrorCode::kMismatch, "cannot read back weight " + std::to_string(i) + ": " + unchanged.status().message()), false);
+    if (!*unchanged) return fail(error(ErrorCode::kMismatch, "weight " + std::to_string(i) + " was modified by the kernel"), false);
   }
   laps.lap(&AdmissionTimes::validation_check_s);
   r.validated = true;

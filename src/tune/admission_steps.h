@@ -59,7 +59,7 @@ struct RegionOnDevice {
   const std::vector<RegionCase>* cases = nullptr;
   RegionLayout layout;
   SharedWeights weights;
-  std::vector<uint8_t> staging;           // read-backs of inputs and weights (device_holds)
+  PinnedBuffer staging;                   // read-backs of inputs and weights (device_holds)
   std::map<std::tuple<int64_t, int64_t, int32_t>, TimingSets> timing;  // by (T, L, pos)
 };
 

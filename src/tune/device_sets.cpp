@@ -5,9 +5,12 @@
 
 namespace agentcompile::tune {
 
-Expected<bool> device_holds(const DeviceBuffer& buffer, const std::vector<uint8_t>& expected, std::vector<uint8_t>& staging) {
+Expected<bool> device_holds(const DeviceBuffer& buffer, const std::vector<uint8_t>& expected, PinnedBuffer& staging) {
   constexpr size_t kPiece = size_t{64} << 20;
-  staging.resize(std::max(staging.size(), std::min(expected.size(), kPiece)));
+  if (const size_t needed = std::min(expected.size(), kPiece); staging.bytes() < needed) {
+    staging = PinnedBuffer();  // the old one first
+    AC_ASSIGN_OR_RETURN(staging, PinnedBuffer::allocate(std::max(needed, size_t{1} << 20)));
+  }
   for (size_t offset = 0; offset < expected.size(); offset += kPiece) {
     const size_t bytes = std::min(kPiece, expected.size() - offset);
     AC_TRY(buffer.download(staging.data(), bytes, offset));
