@@ -125,6 +125,36 @@ Status DeviceBuffer::fill_bytes(uint8_t value) {
   return cuda_status(api().MemsetD8(ptr_, value, bytes_), "cuMemsetD8");
 }
 
+Expected<PinnedBuffer> PinnedBuffer::allocate(size_t bytes) {
+  PinnedBuffer buffer;
+  if (bytes == 0) return buffer;
+  void* host = nullptr;
+  AC_CU(api().MemHostAlloc(&host, bytes, 0), "cuMemHostAlloc(" + std::to_string(bytes) + " bytes)");
+  buffer.data_ = static_cast<uint8_t*>(host);
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept : data_(other.data_), bytes_(other.bytes_) {
+  other.data_ = nullptr;
+  other.bytes_ = 0;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) api().MemFreeHost(data_);
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) api().MemFreeHost(data_);
+}
+
 Expected<std::unique_ptr<CudaModule>> CudaModule::load(const std::vector<char>& cubin, const std::string& what) {
   std::unique_ptr<CudaModule> module(new CudaModule());
   module->what_ = what;

@@ -69,6 +69,24 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Page-locked host memory (cuMemHostAlloc): a device-to-host copy into it runs at the bus's speed,
+// where a pageable destination is staged by the driver at a fraction of it.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  static Expected<PinnedBuffer> allocate(size_t bytes);
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+  uint8_t* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 class CudaModule {
  public:
   static Expected<std::unique_ptr<CudaModule>> load(const std::vector<char>& cubin, const std::string& what);

@@ -27,7 +27,7 @@ namespace agentcompile::tune {
 // The rules admission validates and measures by, as the tuning database (tuning_db.h) keys them:
 // bump it whenever the validation data, tolerances, checks or the timing protocol change, so that no
 // result obtained under other rules is reused.
-inline constexpr int kAdmissionVersion = 1;
+inline constexpr int kAdmissionVersion = 2;  // 2: weights drawn by key, ziggurat normals, chunk streams apart
 
 // A candidate whose fastest screening sample is more than this fraction slower than the best median
 // at that size stops early. Above the decode layer's alternative slack (driver/context_tuning.h), so a

@@ -36,12 +36,11 @@ Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module&
                                         const RegionBindings& size, SharedWeights& weights, Laps& laps) {
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, size));
   // Weights do not depend on T: time with the validation weights; inputs and states at this size.
-  auto host_weights = std::shared_ptr<const std::vector<TestTensor>>(weights.host, [](const std::vector<TestTensor>*) {});
-  const RegionCase data = random_case(region_module, layout, size, host_weights, 1, Distribution::kNormal);
+  const RegionCase data = random_case(region_module, layout, size, weights.host, 1, Distribution::kNormal);
   laps.lap(&AdmissionTimes::timing_data_s);
   int64_t set_bytes = 0;
   for (const auto& t : data.inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
-  for (const auto& t : *data.params) set_bytes += static_cast<int64_t>(t.bytes.size());
+  for (const auto& t : data.params) set_bytes += static_cast<int64_t>(t->bytes.size());
   for (const auto& t : data.states) set_bytes += static_cast<int64_t>(t.bytes.size());
   const int64_t l2 = std::max<int64_t>(ctx.info().l2_bytes, 1 << 20);
   const int sets_needed = static_cast<int>(std::clamp<int64_t>(3 * l2 / std::max<int64_t>(set_bytes, 1) + 1, 1, 64));
@@ -140,7 +139,7 @@ std::string check_case_outputs(const RegionLayout& layout, const RegionCase& c, 
   auto check = [&](const std::vector<uint8_t>& bytes, const TestTensor& expected, const std::string& what) -> std::string {
     const size_t needed = static_cast<size_t>(expected.elements()) * ir::dtype_size(expected.dtype);
     if (bytes.size() != needed) return what + ": read back " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(needed);
-    Comparison cmp = compare(decode_values(expected.dtype, bytes), expected.values, expected.dtype, layout.precision);
+    const Comparison cmp = compare_encoded(bytes, expected.values, expected.dtype, layout.precision);
     max_abs = std::max(max_abs, cmp.max_abs_error);
     max_rel = std::max(max_rel, cmp.max_rel_error);
     return cmp.ok ? "" : what + " (" + c.label + "): " + cmp.reason;
@@ -153,21 +152,21 @@ std::string check_case_outputs(const RegionLayout& layout, const RegionCase& c, 
   return "";
 }
 
-Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work, AdmissionTimes& times) {
+Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work, AdmissionTimes& times, WeightCache* cache) {
   auto region = std::make_unique<RegionOnDevice>();
   AC_ASSIGN_OR_RETURN(region->layout, region_layout(*work.region_module, work.bindings));
   if (work.cases) {
     region->cases = work.cases;
   } else {
-    AC_ASSIGN_OR_RETURN(region->built, build_region_cases(*work.region_module, work.bindings, work.seeds, work.distributions, &times));
+    AC_ASSIGN_OR_RETURN(region->built, build_region_cases(*work.region_module, work.bindings, work.seeds, work.distributions, &times, cache));
     region->cases = &region->built;
   }
   if (region->cases->empty()) return error(ErrorCode::kInvalidArgument, work.id + ": no validation cases");
   Laps laps(times);
-  region->weights.host = region->cases->front().params.get();
-  for (const auto& t : *region->weights.host) {
-    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(t.bytes.size(), 16)));
-    if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()).with_context("uploading " + work.id + "'s weights"));
+  region->weights.host = region->cases->front().params;
+  for (const auto& t : region->weights.host) {
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(t->bytes.size(), 16)));
+    if (!t->bytes.empty()) AC_TRY(buffer.upload(t->bytes.data(), t->bytes.size()).with_context("uploading " + work.id + "'s weights"));
     region->weights.device.push_back(std::move(buffer));
   }
   laps.lap(&AdmissionTimes::weights_upload_s);
@@ -209,11 +208,9 @@ CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* libra
     laps.lap(&AdmissionTimes::validation_run_s);
     if (!status) return fail(status, true);
     for (size_t i = 0; i < c.inputs.size(); ++i) {
-      if (c.inputs[i].bytes.empty()) continue;
-      std::vector<uint8_t> back(c.inputs[i].bytes.size());
-      if (!set->inputs[i].download(back.data(), back.size())) return fail(error(ErrorCode::kMismatch, "cannot read back input"), false);
-      if (back != c.inputs[i].bytes)
-        return fail(error(ErrorCode::kMismatch, "input " + std::to_string(i) + " was modified by the kernel"), false);
+      const auto unchanged = device_holds(set->inputs[i], c.inputs[i].bytes, region.staging);
+      if (!unchanged) return fail(error(ErrorCode::kMismatch, "cannot read back input " + std::to_string(i) + ": " + unchanged.status().message()), false);
+      if (!*unchanged) return fail(error(ErrorCode::kMismatch, "input " + std::to_string(i) + " was modified by the kernel"), false);
     }
     auto read_back = [](const gpu::DeviceBuffer& buffer, const TestTensor& expected, std::vector<uint8_t>& bytes) {
       bytes.resize(static_cast<size_t>(expected.elements()) * ir::dtype_size(expected.dtype));
@@ -230,10 +227,9 @@ CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* libra
   }
   // The shared weights must come back as uploaded (checked once, after every case ran).
   for (size_t i = 0; i < region.weights.device.size(); ++i) {
-    const auto& host = (*region.weights.host)[i].bytes;
-    std::vector<uint8_t> back(host.size());
-    if (!host.empty() && (!region.weights.device[i].download(back.data(), back.size()) || back != host))
-      return fail(error(ErrorCode::kMismatch, "weight " + std::to_string(i) + " was modified by the kernel"), false);
+    const auto unchanged = device_holds(region.weights.device[i], region.weights.host[i]->bytes, region.staging);
+    if (!unchanged) return fail(error(ErrorCode::kMismatch, "cannot read back weight " + std::to_string(i) + ": " + unchanged.status().message()), false);
+    if (!*unchanged) return fail(error(ErrorCode::kMismatch, "weight " + std::to_string(i) + " was modified by the kernel"), false);
   }
   laps.lap(&AdmissionTimes::validation_check_s);
   r.validated = true;

@@ -59,11 +59,12 @@ struct RegionOnDevice {
   const std::vector<RegionCase>* cases = nullptr;
   RegionLayout layout;
   SharedWeights weights;
+  gpu::PinnedBuffer staging;                   // read-backs of inputs and weights (device_holds)
   std::map<std::tuple<int64_t, int64_t, int32_t>, TimingSets> timing;  // by (T, L, pos)
 };
 
-// Builds (or takes) the region's cases and uploads its weights.
-Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work, AdmissionTimes& times);
+// Builds (or takes) the region's cases, with weights from `cache` when given, and uploads its weights.
+Expected<std::unique_ptr<RegionOnDevice>> prepare_region(const RegionWork& work, AdmissionTimes& times, WeightCache* cache = nullptr);
 
 // Validates candidate `index` of the region and, if it passes, times it at every timing size.
 // `faulted` in the result means the context may be unusable: the worker must not go on.

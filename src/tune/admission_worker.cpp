@@ -121,6 +121,7 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
   auto library = gpu::LibraryRunner::create((*ctx)->stream());
   gpu::LibraryRunner* runner = library ? library->get() : nullptr;
   gpu::write_all(fd, "READY\n");
+  WeightCache weights;  // the compile's weights, drawn once for every region and chain that has them
   std::unique_ptr<RegionOnDevice> region;
   size_t current = SIZE_MAX;
   std::string pending;
@@ -134,7 +135,7 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
       if (current != r) {
         region.reset();  // the previous region's device memory first
         current = SIZE_MAX;
-        auto prepared = prepare_region(work[r], setup);
+        auto prepared = prepare_region(work[r], setup, &weights);
         if (!prepared) fail_and_exit(fd, work[r].id + ": " + prepared.status().to_string());
         region = std::move(*prepared);
         current = r;
@@ -148,9 +149,9 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
         if (result.faulted) _exit(3);
         if (!result.validated) {
           // A rejected kernel may have scribbled over the shared weights: restore them for the next one.
-          const auto& host = *region->weights.host;
+          const auto& host = region->weights.host;
           for (size_t w = 0; w < region->weights.device.size(); ++w)
-            if (!host[w].bytes.empty() && !region->weights.device[w].upload(host[w].bytes.data(), host[w].bytes.size())) _exit(3);
+            if (!host[w]->bytes.empty() && !region->weights.device[w].upload(host[w]->bytes.data(), host[w]->bytes.size())) _exit(3);
         }
       }
       gpu::write_all(fd, "DONE\n");
@@ -171,7 +172,7 @@ Expected<std::vector<SequenceStep>> chain_steps(const json& request, const std::
             options.replays = o.at("replays").get<int>();
             options.min_gain = o.at("min_gain").get<double>();
             options.passes = o.at("passes").get<int>();
-            result = time_sequence(**ctx, *steps, request.at("start").get<std::vector<int>>(), options);
+            result = time_sequence(**ctx, *steps, request.at("start").get<std::vector<int>>(), options, &weights);
           }
         } catch (const json::exception& e) {
           result = error(ErrorCode::kInvalidArgument, std::string("malformed chain request: ") + e.what());

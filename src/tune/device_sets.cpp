@@ -1,7 +1,23 @@
 // Device buffer sets and candidate launches (see device_sets.h).
 #include "tune/device_sets.h"
 
+#include <cstring>
+
 namespace agentcompile::tune {
+
+Expected<bool> device_holds(const gpu::DeviceBuffer& buffer, const std::vector<uint8_t>& expected, gpu::PinnedBuffer& staging) {
+  constexpr size_t kPiece = size_t{64} << 20;
+  if (const size_t needed = std::min(expected.size(), kPiece); staging.bytes() < needed) {
+    staging = gpu::PinnedBuffer();  // the old one first
+    AC_ASSIGN_OR_RETURN(staging, gpu::PinnedBuffer::allocate(std::max(needed, size_t{1} << 20)));
+  }
+  for (size_t offset = 0; offset < expected.size(); offset += kPiece) {
+    const size_t bytes = std::min(kPiece, expected.size() - offset);
+    AC_TRY(buffer.download(staging.data(), bytes, offset));
+    if (std::memcmp(staging.data(), expected.data() + offset, bytes) != 0) return false;
+  }
+  return true;
+}
 
 // Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
 Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,
@@ -17,8 +33,8 @@ Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, 
     set.inputs.push_back(std::move(b));
   }
   if (!shared) {
-    for (const auto& t : *c.params) {
-      AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, upload(t));
+    for (const auto& t : c.params) {
+      AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, upload(*t));
       set.params.push_back(std::move(b));
     }
   }

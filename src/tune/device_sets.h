@@ -24,9 +24,15 @@ struct DeviceSet {
 // A region's weights, uploaded once per worker and shared by every case and candidate (they can be
 // 0.6 GB: an lm_head).
 struct SharedWeights {
-  const std::vector<TestTensor>* host = nullptr;
+  RegionWeights host;
   std::vector<gpu::DeviceBuffer> device;
 };
+
+// Whether `buffer` starts with the bytes `expected` (an input or weight a kernel must not write),
+// read back through `staging` (page-locked, allocated here when too small) in pieces of at most
+// 64 MiB: a 0.6 GB weight is checked without a host buffer of its size, and the caller keeps
+// `staging` from one check to the next.
+Expected<bool> device_holds(const gpu::DeviceBuffer& buffer, const std::vector<uint8_t>& expected, gpu::PinnedBuffer& staging);
 
 // Uploads a case; its weights come from `shared` when given (already on the device), else are copied.
 Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, const plan::Candidate& candidate,

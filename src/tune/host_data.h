@@ -26,12 +26,27 @@ struct TestTensor {
 
 // Deterministic random tensor: `scale` multiplies the distribution (N(0,1), U(-1,1), or a Student-t
 // like heavy tail clipped at 30). Integer tensors get values in [0, int_limit); bool tensors 0 or 1.
+// The values depend on (dtype, element count, distribution, seed, scale, int_limit) alone.
 TestTensor random_tensor(ir::DType dtype, std::vector<int64_t> shape, Distribution distribution, uint64_t seed,
                          float scale = 1.0f, int32_t int_limit = 1);
 // Wraps f32 values (rounding them to dtype).
 TestTensor tensor_from_values(ir::DType dtype, std::vector<int64_t> shape, std::vector<float> values);
 // Decodes dtype bytes back to f32 values.
 std::vector<float> decode_values(ir::DType dtype, const std::vector<uint8_t>& bytes);
+
+// Large tensors are drawn, encoded, decoded and compared in chunks on several threads; the values
+// and results do not depend on how many. Tests and benchmarks pin the count with this (0: one
+// per core, the default); it applies while the object lives, to every thread.
+class ScopedHostThreads {
+ public:
+  explicit ScopedHostThreads(unsigned threads);
+  ~ScopedHostThreads();
+  ScopedHostThreads(const ScopedHostThreads&) = delete;
+  ScopedHostThreads& operator=(const ScopedHostThreads&) = delete;
+
+ private:
+  unsigned previous_;
+};
 
 struct Comparison {
   bool ok = false;
@@ -48,5 +63,8 @@ double tolerance_for(ir::DType dtype);
 // computed the output through values of that dtype; RegionLayout::precision).
 Comparison compare(const std::vector<float>& out, const std::vector<float>& ref, ir::DType dtype,
                    ir::DType precision = ir::DType::kF32);
+// The same comparison of `dtype` bytes read back from the GPU, decoded as they are compared.
+Comparison compare_encoded(const std::vector<uint8_t>& out, const std::vector<float>& ref, ir::DType dtype,
+                           ir::DType precision = ir::DType::kF32);
 
 }  // namespace agentcompile::tune

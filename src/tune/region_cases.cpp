@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <map>
 
 #include "ir/interpreter.h"
 #include "tune/input_domains.h"
@@ -69,27 +69,22 @@ Expected<RegionLayout> region_layout(const ir::Module& region_module, const Regi
   return layout;
 }
 
-std::shared_ptr<const std::vector<TestTensor>> random_weights(const ir::Module& region_module, const RegionLayout& layout) {
-  auto weights = std::make_shared<std::vector<TestTensor>>();
-  uint64_t weight_stream = 0x5eed;
+RegionWeights random_weights(const ir::Module& region_module, const RegionLayout& layout, WeightCache* cache) {
+  RegionWeights weights;
+  std::map<WeightKey, int> seen;  // weights of the region with the same (dtype, shape, kind) so far
   for (size_t p = 0; p < layout.params.size(); ++p) {
-    const auto& type = layout.params[p];
-    const auto shape = sizes(type, layout.symbols);
-    const bool is_norm = region_module.params[p].name.find("norm") != std::string::npos;
-    if (is_norm) {
-      TestTensor t = random_tensor(type.dtype, shape, Distribution::kNormal, ++weight_stream, 0.2f);
-      for (auto& v : t.values) v += 1.0f;
-      weights->push_back(tensor_from_values(type.dtype, shape, t.values));
-    } else {
-      const float scale = shape.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(shape[1])) : 0.1f;
-      weights->push_back(random_tensor(type.dtype, shape, Distribution::kNormal, ++weight_stream, scale));
-    }
+    WeightKey key;
+    key.dtype = layout.params[p].dtype;
+    key.shape = sizes(layout.params[p], layout.symbols);
+    key.norm = region_module.params[p].name.find("norm") != std::string::npos;
+    key.occurrence = seen[key]++;
+    weights.push_back(cache ? cache->get(key) : std::make_shared<const TestTensor>(draw_weight(key)));
   }
   return weights;
 }
 
 RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
-                       std::shared_ptr<const std::vector<TestTensor>> weights, int seed, Distribution distribution) {
+                       RegionWeights weights, int seed, Distribution distribution) {
   const ir::Function& function = *region_module.find_function("region");
   RegionCase c;
   c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
@@ -118,7 +113,7 @@ RegionCase random_case(const ir::Module& region_module, const RegionLayout& layo
 
 Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
                                                      int seeds, const std::vector<Distribution>& distributions,
-                                                     AdmissionTimes* times) {
+                                                     AdmissionTimes* times, WeightCache* cache) {
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, bindings));
   using Clock = std::chrono::steady_clock;
   auto lap = [last = Clock::now()](double AdmissionTimes::*stage, AdmissionTimes* into) mutable {
@@ -126,9 +121,10 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
     if (into) into->*stage += std::chrono::duration<double>(now - last).count();
     last = now;
   };
-  // Weights are drawn once per region (they can be the largest tensors: lm_head is 0.6 GB) and
-  // shared by every case; inputs and cache contents vary by seed and distribution.
-  std::shared_ptr<const std::vector<TestTensor>> params = random_weights(region_module, layout);
+  // Weights are drawn once per region, or once per compile through the cache (they can be the
+  // largest tensors: lm_head is 0.6 GB), and shared by every case; inputs and cache contents vary
+  // by seed and distribution.
+  const RegionWeights params = random_weights(region_module, layout, cache);
   lap(&AdmissionTimes::case_data_s, times);
   // Reference: the interpreter on the extracted module. One interpreter serves every case: it loads
   // the weights once, and each case sets every state before it runs.
@@ -137,7 +133,7 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
       [&](const std::string& name, std::vector<float>& out) -> Status {
         for (size_t p = 0; p < region_module.params.size(); ++p)
           if (region_module.params[p].name == name) {
-            out = (*params)[p].values;
+            out = params[p]->values;
             return Status::ok();
           }
         return error(ErrorCode::kNotFound, "no test values for parameter " + name);

@@ -11,6 +11,7 @@
 #include "ir/graph.h"
 #include "tune/admission_times.h"
 #include "tune/host_data.h"
+#include "tune/weight_cache.h"
 
 namespace agentcompile::tune {
 
@@ -20,10 +21,13 @@ struct RegionBindings {
   int32_t pos = 0;  // first position of the call
 };
 
+// A region's weights, one per weight slot; a tensor may be shared with other regions (weight_cache.h).
+using RegionWeights = std::vector<std::shared_ptr<const TestTensor>>;
+
 struct RegionCase {
   std::string label;                       // "seed 2, heavy-tailed"
   std::vector<TestTensor> inputs;          // per region input slot
-  std::shared_ptr<const std::vector<TestTensor>> params;  // per weight slot, shared by every case
+  RegionWeights params;                    // per weight slot, shared by every case
   std::vector<TestTensor> states;          // per state slot, contents before the call
   std::vector<TestTensor> expected_outputs;  // per output slot (empty tensors for state aliases)
   std::vector<TestTensor> expected_states;   // per state slot, contents after the call
@@ -42,16 +46,18 @@ struct RegionLayout {
 // The slot layout of an extracted region module (function "region").
 Expected<RegionLayout> region_layout(const ir::Module& region_module, const RegionBindings& bindings);
 
-// Random weights for a region (drawn once, shared by cases) and one case of random inputs and states
-// without a reference (for timing at sizes the CPU reference would take too long for).
-std::shared_ptr<const std::vector<TestTensor>> random_weights(const ir::Module& region_module, const RegionLayout& layout);
+// Random weights for a region (drawn once, shared by cases; through `cache` when given, which
+// changes no value) and one case of random inputs and states without a reference (for timing at
+// sizes the CPU reference would take too long for).
+RegionWeights random_weights(const ir::Module& region_module, const RegionLayout& layout, WeightCache* cache = nullptr);
 RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
-                       std::shared_ptr<const std::vector<TestTensor>> weights, int seed, Distribution distribution);
+                       RegionWeights weights, int seed, Distribution distribution);
 
 // Cases for seeds 1..`seeds` x `distributions`, with the reference's outputs and states; the time
-// spent drawing data and running the reference is added to `times` when given.
+// spent drawing data and running the reference is added to `times` when given. Weights come from
+// `cache` when given.
 Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_module, const RegionBindings& bindings,
                                                      int seeds, const std::vector<Distribution>& distributions,
-                                                     AdmissionTimes* times = nullptr);
+                                                     AdmissionTimes* times = nullptr, WeightCache* cache = nullptr);
 
 }  // namespace agentcompile::tune

@@ -90,7 +90,7 @@ Expected<double> time_unit_on_device(gpu::CudaContext& ctx, const std::vector<Se
 }  // namespace
 
 Expected<SequenceResult> time_sequence(gpu::CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
-                                       const SequenceOptions& options) {
+                                       const SequenceOptions& options, WeightCache* cache) {
   for (const auto& step : steps)
     if (!step.region_module || step.alternatives.empty() || step.alternatives.size() != step.compiled.size())
       return error(ErrorCode::kInvalidArgument, "sequence step " + step.region + " has no alternatives or no region module");
@@ -99,11 +99,11 @@ Expected<SequenceResult> time_sequence(gpu::CudaContext& ctx, const std::vector<
   int64_t unit_bytes = 0;
   for (const SequenceStep& step : steps) {
     AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(*step.region_module, step.bindings));
-    data.push_back(random_case(*step.region_module, layout, step.bindings, random_weights(*step.region_module, layout), 1,
+    data.push_back(random_case(*step.region_module, layout, step.bindings, random_weights(*step.region_module, layout, cache), 1,
                                Distribution::kNormal));
     layouts.push_back(std::move(layout));
     for (const auto& t : data.back().inputs) unit_bytes += static_cast<int64_t>(t.bytes.size());
-    for (const auto& t : *data.back().params) unit_bytes += static_cast<int64_t>(t.bytes.size());
+    for (const auto& t : data.back().params) unit_bytes += static_cast<int64_t>(t->bytes.size());
     for (const auto& t : data.back().states) unit_bytes += static_cast<int64_t>(t.bytes.size());
   }
   for (size_t s = 0; s < steps.size(); ++s)

@@ -84,9 +84,10 @@ Expected<SequenceResult> descend(const std::vector<int>& alternatives, const std
                                  const SequenceOptions& options);
 
 // Loads every alternative, builds the buffers and runs `descend` on `ctx`: in the admission worker
-// (admission_worker.h), which a chain that faults takes down with it.
+// (admission_worker.h), which a chain that faults takes down with it. The steps' weights come from
+// `cache` when given.
 Expected<SequenceResult> time_sequence(gpu::CudaContext& ctx, const std::vector<SequenceStep>& steps, const std::vector<int>& start,
-                                       const SequenceOptions& options);
+                                       const SequenceOptions& options, WeightCache* cache = nullptr);
 
 // The JSON of a result (worker to caller, and the tuning database), and back.
 nlohmann::json sequence_result_json(const SequenceResult& result);

@@ -82,9 +82,9 @@ std::optional<Target> find_target(const tune::RegionLayout& layout, const std::v
     }
   }
   if (t.input < 0) return std::nullopt;
-  const auto& weights = *cases.front().params;
-  t.has_weight = !weights.empty() && !weights[0].bytes.empty();
-  if (t.has_weight) t.weight_byte = weights[0].bytes[0];
+  const auto& weights = cases.front().params;
+  t.has_weight = !weights.empty() && !weights[0]->bytes.empty();
+  if (t.has_weight) t.weight_byte = weights[0]->bytes[0];
   return t;
 }
 
