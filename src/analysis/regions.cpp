@@ -274,6 +274,56 @@ class Segmenter {
     return joined == users.size();
   }
 
+  // The residual-norm prologue rule, tried once the current region takes a norm prologue: the region
+  // before it is a post-norm and its residual add of one token of a 16-bit float dtype (float casts
+  // and one RMSNorm, each reading the one before and read only by the next, then an add of that
+  // normalized row and a residual of the add's own shape from outside), and the prologue reads the
+  // sum h. The GEMV and cuBLAS families compute the pair (one weight dtype for both norms); f32
+  // activations (no GEMV) keep the regions apart.
+  bool takes_residual_norm() const {
+    if (!options_.residual_norm_prologue || current_->index == 0) return false;
+    const Region& prev = partition_.regions[static_cast<size_t>(current_->index - 1)];
+    if (prev.kind != RegionKind::kFusion || prev.has_side_effect || prev.nodes.size() < 2) return false;
+    const ir::Node& add = node(prev.nodes.back());
+    if (add.op != OpKind::kAdd) return false;
+    const ir::Node* norm = nullptr;
+    for (size_t i = 0; i + 1 < prev.nodes.size(); ++i) {
+      const ir::Node& n = node(prev.nodes[i]);
+      if (n.op == OpKind::kRmsNorm && !norm) norm = &n;
+      else if (!is_float_cast(n)) return false;
+      if (i > 0 && n.operands[0] != node(prev.nodes[i - 1]).result) return false;
+      if (facts_.users[static_cast<size_t>(n.result)].size() != 1 || facts_.is_result[static_cast<size_t>(n.result)]) return false;
+    }
+    if (!norm) return false;
+    const ir::ValueId normalized = node(prev.nodes[prev.nodes.size() - 2]).result;
+    const int mine = add.operands[0] == normalized ? 0 : add.operands[1] == normalized ? 1 : -1;
+    if (mine < 0) return false;
+    const ir::ValueId residual = add.operands[static_cast<size_t>(1 - mine)];
+    const int residual_producer = function_.value(residual).producer;
+    if (residual == normalized || (residual_producer >= 0 && partition_.region_of_node[static_cast<size_t>(residual_producer)] == prev.index))
+      return false;
+    const ir::TensorType& h = function_.type(add.result);
+    const ir::Node& pre_first = node(current_->nodes.front());
+    const ir::Node* pre_norm = nullptr;
+    for (int member : current_->nodes)
+      if (node(member).op == OpKind::kRmsNorm) pre_norm = &node(member);
+    const ir::DType post_w = function_.type(norm->operands[1]).dtype;
+    return pre_first.operands[0] == add.result && pre_norm && ir::is_float(h.dtype) && ir::dtype_size(h.dtype) == 2 &&
+           function_.type(residual) == h && function_.type(node(prev.nodes.front()).operands[0]) == h &&
+           function_.type(pre_norm->operands[1]).dtype == post_w;
+  }
+
+  // Moves the current region's nodes to the end of the region before it, which becomes current.
+  void merge_into_previous() {
+    Region& prev = partition_.regions[static_cast<size_t>(current_->index - 1)];
+    for (int member : current_->nodes) {
+      prev.nodes.push_back(member);
+      partition_.region_of_node[static_cast<size_t>(member)] = prev.index;
+    }
+    partition_.regions.pop_back();
+    current_ = &partition_.regions.back();
+  }
+
   // The value a node defines is read only by nodes of the current region or by node `reader`.
   bool read_only_inside_or_by(ir::ValueId value, int reader) const {
     if (facts_.is_result[static_cast<size_t>(value)]) return false;
@@ -320,6 +370,7 @@ class Segmenter {
       if (n.op == OpKind::kAttention && takes_attention_prologue(index)) {
         current_->kind = RegionKind::kAttention;  // the prologue's fusion region becomes the attention region
       } else if (n.op == OpKind::kLinear && takes_norm_prologue(index)) {
+        if (takes_residual_norm()) merge_into_previous();  // the post-norm and residual add come along
         current_->kind = RegionKind::kMatmul;  // the norm's fusion region becomes the matmul region
       } else {
         partition_.regions.push_back(Region{});

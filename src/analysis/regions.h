@@ -16,6 +16,12 @@
 //   - a norm prologue: an RMSNorm of one static token whose only readers are the linears of the
 //     next matmul region joins that region (the decode GEMV normalizes the row it stages anyway);
 //     float casts around it (a graph that normalizes in f32) join with it.
+//   - a residual-norm prologue (Gemma's sandwich norms at one token of 16-bit floats): when the
+//     region before such a norm prologue is a post-norm and its residual add, h = residual +
+//     rmsnorm(a) (float casts, one RMSNorm and one add, each reading the one before), and the
+//     prologue normalizes h, both join the matmul region. Its kernel computes h from a and the
+//     residual, writes h (the next residual add reads it: a region output) and normalizes it again
+//     for the linears; a decode step loses a launch per sandwich norm.
 //   - consecutive pointwise, norm, rope, softmax, reduction and scan nodes merge into one fusion
 //     region around at most one row op (a norm, softmax, reduction or scan over an axis): a second
 //     row op starts a new region (independent RMSNorms excepted: a QK-norm pair shares its RoPE
@@ -65,6 +71,7 @@ struct RegionPartition {
 // All on by default; all off is the unfused ablation.
 struct RegionOptions {
   bool norm_prologue = true;       // off: every RMSNorm stays a fusion region of its own
+  bool residual_norm_prologue = true;  // off (or norm_prologue off): a post-norm + residual add stays a fusion region
   bool matmul_fusion = true;       // off: every linear is a region of its own, its epilogue ops a fusion region
   bool attention_prologue = true;  // off: QK-norm / RoPE / KV append stay a fusion region before attention
 };

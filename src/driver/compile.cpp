@@ -252,7 +252,9 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     if (function.name == "init") continue;  // weights-only: run once at load by the interpreter (runtime/derived_weights.h)
     emit::CompiledFunction f;
     f.name = function.name;
-    f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused, .matmul_fusion = !options.unfused,
+    f.partition = analysis::form_regions(module, function, analysis::RegionOptions{.norm_prologue = !options.unfused,
+                                                                                  .residual_norm_prologue = !options.unfused,
+                                                                                  .matmul_fusion = !options.unfused,
                                                                                   .attention_prologue = !options.unfused});
     const int64_t run_tokens = captured_run_tokens(source, function.name);
     f.buckets = driver::buckets_for(function, c.max_position_embeddings, run_tokens);

@@ -13,10 +13,13 @@
 // Epilogues: plain (optionally + bias), residual add, gate/up act·mul (two weight matrices read
 // together; act SiLU or GELU, activation.cuh), multi-segment rows (fused QKV: up to 3
 // weights/biases/outputs addressed as one N).
-// Prologue (NORM): x is the input of an RMSNorm that the block applies while staging it, in the
+// Prologue (kGemvNorm): x is the input of an RMSNorm that the block applies while staging it, in the
 // unfused kernel's arithmetic (fp32 sum of squares, norm_w * (x * rsqrt(mean + eps)), rounded to T),
 // so the normalized row never goes through memory and its kernel launch disappears. The norm weights
-// are T or f32 (W: Gemma's 1 + w).
+// are T or f32 (W: Gemma's 1 + w). The residual-norm prologue (kGemvResidualNorm, Gemma's sandwich
+// norms) comes first: every block computes h = skip + post_w * rmsnorm(x) (rounded to T, as the
+// unfused region stores it; K is small, so the redundant row work is a few KB from L2 per block),
+// block 0 writes h for the next residual add, and the RMSNorm prologue normalizes h.
 #pragma once
 
 #include "activation.cuh"
@@ -31,6 +34,10 @@ struct GemvParams {
   const T* x;              // [K]
   const W* norm_w;         // [K] RMSNorm weight when the prologue is on
   float norm_eps;
+  const T* skip;           // [K] the residual-norm prologue's residual stream: x is then its post-norm's input
+  const W* post_w;         // [K] the post-norm's weight
+  float post_eps;
+  T* h;                    // [K] skip + post-norm(x), written by block 0; may be null
   const T* residual;       // [N] for kGemvResidual
   const T* w[3];           // segment weights [N_s, K]; for kGemvGateUp: w[0] gate, w[1] up
   const T* bias[3];        // per segment, may be null
@@ -56,10 +63,8 @@ __device__ __forceinline__ int gemv_segment(const int (&rows)[3], int& row) {
   return 2;
 }
 
-// Stages x (or RMSNorm(x) with NORM) into shared memory. With NORM, each thread keeps its 16-byte
-// chunks of x in registers between the two passes (only the block sum needs a barrier), and the norm
-// weights were loaded before the producer wait (load_norm_weights): 8 of them per chunk of x, in
-// one 16-byte piece of T or two of f32. Ends with the block's barrier.
+// The norm weights of a prologue, loaded before the producer wait (load_norm_weights): 8 of them per
+// chunk of x, in one 16-byte piece of T or two of f32.
 template <typename W, int THREADS, int KMAX>
 struct GemvNormWeights {
   static constexpr int kChunks = (KMAX + THREADS * 8 - 1) / (THREADS * 8);  // chunks of 8 elements per thread
@@ -77,59 +82,146 @@ struct GemvNormWeights {
   }
 };
 
-template <typename T, typename OutT, typename W, int THREADS, int KMAX>
-__device__ __forceinline__ void load_norm_weights(const GemvParams<T, OutT, W>& p, GemvNormWeights<W, THREADS, KMAX>& nw) {
+template <typename W, int THREADS, int KMAX>
+__device__ __forceinline__ void load_norm_weights(const W* w, int K, GemvNormWeights<W, THREADS, KMAX>& nw) {
   using Weights = GemvNormWeights<W, THREADS, KMAX>;
 #pragma unroll
   for (int c = 0; c < Weights::kChunks; ++c) {
     const int i = (c * THREADS + threadIdx.x) * 8;
-    if (i < p.K)
+    if (i < K)
 #pragma unroll
-      for (int piece = 0; piece < Weights::kPieces; ++piece) nw.w[c][piece] = load16(p.norm_w + i + piece * 4);
+      for (int piece = 0; piece < Weights::kPieces; ++piece) nw.w[c][piece] = load16(w + i + piece * 4);
   }
 }
 
-template <typename T, typename OutT, typename W, int THREADS, int KMAX, bool NORM>
-__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT, W>& p, const GemvNormWeights<W, THREADS, KMAX>& nw, T* xs) {
-  constexpr int kVec = 8;
+// The rows a prologue normalizes, in each thread's 16-byte chunks of 8 elements (chunk c of thread t
+// holds elements (c * THREADS + t) * 8 ..), kept in registers between a norm's two passes.
+template <typename T, int THREADS, int KMAX>
+struct GemvRowChunks {
+  static constexpr int kChunks = (KMAX + THREADS * 8 - 1) / (THREADS * 8);
+  uint4 raw[kChunks];
+
+  __device__ __forceinline__ void load(const T* row, int K) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = (c * THREADS + threadIdx.x) * 8;
+      if (i < K) raw[c] = load16(row + i);
+    }
+  }
+  // 1 / rms of the row, in fp32 over the block (the unfused norm's arithmetic); ends with a barrier.
+  __device__ __forceinline__ float inv_rms(int K, float eps, float* scratch) const {
+    float squares = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if ((c * THREADS + threadIdx.x) * 8 >= K) continue;
+      float xf[8];
+      unpack8<T>(raw[c], xf);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) squares = fmaf(xf[e], xf[e], squares);
+    }
+    return rsqrtf(block_sum<THREADS>(squares, scratch) / static_cast<float>(K) + eps);
+  }
+};
+
+// RMSNorm of the chunks, w * (x * inv_rms) rounded to T, written to `out` (shared or global memory).
+template <typename T, typename W, int THREADS, int KMAX>
+__device__ __forceinline__ void gemv_normalize(const GemvRowChunks<T, THREADS, KMAX>& x, const GemvNormWeights<W, THREADS, KMAX>& nw,
+                                               int K, float eps, float* scratch, T* out) {
+  const float inv_rms = x.inv_rms(K, eps, scratch);
+#pragma unroll
+  for (int c = 0; c < GemvRowChunks<T, THREADS, KMAX>::kChunks; ++c) {
+    const int i = (c * THREADS + threadIdx.x) * 8;
+    if (i >= K) continue;
+    float xf[8], wf[8];
+    unpack8<T>(x.raw[c], xf);
+    nw.unpack(c, wf);
+    alignas(16) T y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = from_float<T>(wf[e] * (xf[e] * inv_rms));
+    *reinterpret_cast<uint4*>(&out[i]) = *reinterpret_cast<const uint4*>(y);
+  }
+}
+
+// The residual-norm prologue's first half: h = skip + post_w * (x * inv_rms(x)) in fp32, rounded to T
+// as the unfused post-norm region stores it; the chunks of x become h's. A non-null `h` (block 0's)
+// receives the row for the next residual add.
+template <typename T, typename W, int THREADS, int KMAX>
+__device__ __forceinline__ void gemv_residual_norm(GemvRowChunks<T, THREADS, KMAX>& x, const GemvRowChunks<T, THREADS, KMAX>& skip,
+                                                   const GemvNormWeights<W, THREADS, KMAX>& post_w, int K, float eps, float* scratch,
+                                                   T* h) {
+  const float inv_rms = x.inv_rms(K, eps, scratch);
+#pragma unroll
+  for (int c = 0; c < GemvRowChunks<T, THREADS, KMAX>::kChunks; ++c) {
+    const int i = (c * THREADS + threadIdx.x) * 8;
+    if (i >= K) continue;
+    float xf[8], sf[8], wf[8];
+    unpack8<T>(x.raw[c], xf);
+    unpack8<T>(skip.raw[c], sf);
+    post_w.unpack(c, wf);
+    alignas(16) T sum[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum[e] = from_float<T>(sf[e] + wf[e] * (xf[e] * inv_rms));
+    x.raw[c] = *reinterpret_cast<const uint4*>(sum);
+    if (h) *reinterpret_cast<uint4*>(&h[i]) = x.raw[c];
+  }
+}
+
+// Stages x into shared memory: as it is, RMSNorm(x) (kGemvNorm), or RMSNorm(h) of the residual-norm
+// prologue (kGemvResidualNorm, block 0 writing h). Each thread keeps its chunks of the rows in
+// registers between the passes (only the block sums need barriers); the norm weights were loaded
+// before the producer wait. Ends with the block's barrier.
+enum GemvPrologue { kGemvNoNorm = 0, kGemvNorm = 1, kGemvResidualNorm = 2 };
+
+template <typename T, typename OutT, typename W, int THREADS, int KMAX, int PROLOGUE>
+__device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT, W>& p, const GemvNormWeights<W, THREADS, KMAX>& norm_w,
+                                             const GemvNormWeights<W, THREADS, KMAX>& post_w, T* xs) {
   const int K = p.K;
-  if (!NORM) {
-    for (int i = threadIdx.x * kVec; i < K; i += THREADS * kVec)
-      *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);
+  if (PROLOGUE == kGemvNoNorm) {
+    for (int i = threadIdx.x * 8; i < K; i += THREADS * 8) *reinterpret_cast<uint4*>(&xs[i]) = load16(p.x + i);
     __syncthreads();
     return;
   }
-  constexpr int kChunks = GemvNormWeights<W, THREADS, KMAX>::kChunks;
   __shared__ float scratch[THREADS / 32];
-  uint4 raw[kChunks];
-  float squares = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int i = (c * THREADS + threadIdx.x) * kVec;
-    if (i >= K) continue;
-    raw[c] = load16(p.x + i);
-    float xf[8];
-    unpack8<T>(raw[c], xf);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) squares = fmaf(xf[e], xf[e], squares);
+  GemvRowChunks<T, THREADS, KMAX> x;
+  x.load(p.x, K);
+  if (PROLOGUE == kGemvResidualNorm) {
+    GemvRowChunks<T, THREADS, KMAX> skip;
+    skip.load(p.skip, K);
+    gemv_residual_norm(x, skip, post_w, K, p.post_eps, scratch, blockIdx.x == 0 ? p.h : nullptr);
   }
-  const float inv_rms = rsqrtf(block_sum<THREADS>(squares, scratch) / static_cast<float>(K) + p.norm_eps);
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int i = (c * THREADS + threadIdx.x) * kVec;
-    if (i >= K) continue;
-    float xf[8], wf[8];
-    unpack8<T>(raw[c], xf);
-    nw.unpack(c, wf);
-    alignas(16) T out[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) out[e] = from_float<T>(wf[e] * (xf[e] * inv_rms));
-    *reinterpret_cast<uint4*>(&xs[i]) = *reinterpret_cast<const uint4*>(out);
-  }
+  gemv_normalize(x, norm_w, K, p.norm_eps, scratch, xs);
   __syncthreads();
 }
 
-template <typename T, typename OutT, int THREADS, int ROWS, int UNROLL, int SPLIT, int EPILOGUE, int KMAX, bool NORM = false,
+// The residual-norm prologue alone, for the cuBLAS fallback: one block per row of x, h and the
+// normalized row y ([rows, K] each), the GEMV prologue's arithmetic.
+template <typename T, typename W = T>
+struct ResidualNormParams {
+  const T* x;       // [rows, K] the post-norm's input
+  const T* skip;    // [rows, K] the residual stream
+  const W* post_w;  // [K]
+  const W* norm_w;  // [K]
+  T* h;             // [rows, K] skip + post-norm(x), may be null
+  T* y;             // [rows, K] RMSNorm(h)
+  float post_eps, norm_eps;
+  int K;
+};
+
+template <typename T, typename W, int THREADS, int KMAX>
+__device__ __forceinline__ void residual_norm_rows(const ResidualNormParams<T, W>& p) {
+  __shared__ float scratch[THREADS / 32];
+  const long long offset = static_cast<long long>(blockIdx.x) * p.K;
+  GemvNormWeights<W, THREADS, KMAX> post_w, norm_w;
+  load_norm_weights(p.post_w, p.K, post_w);
+  load_norm_weights(p.norm_w, p.K, norm_w);
+  GemvRowChunks<T, THREADS, KMAX> x, skip;
+  x.load(p.x + offset, p.K);
+  skip.load(p.skip + offset, p.K);
+  gemv_residual_norm(x, skip, post_w, p.K, p.post_eps, scratch, p.h ? p.h + offset : nullptr);
+  gemv_normalize(x, norm_w, p.K, p.norm_eps, scratch, p.y + offset);
+}
+
+template <typename T, typename OutT, int THREADS, int ROWS, int UNROLL, int SPLIT, int EPILOGUE, int KMAX, int PROLOGUE = kGemvNoNorm,
           int ACT = kActSilu, typename W = T>
 __device__ __forceinline__ void gemv(const GemvParams<T, OutT, W>& p) {
   constexpr int kVec = 8;
@@ -185,8 +277,9 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT, W>& p) {
   };
   bool have = batch_fits(k);
   if (have) load_batch(cur, k);
-  GemvNormWeights<W, THREADS, KMAX> norm_weights;
-  if (NORM) load_norm_weights<T, OutT, W, THREADS, KMAX>(p, norm_weights);
+  GemvNormWeights<W, THREADS, KMAX> norm_weights, post_weights;
+  if (PROLOGUE != kGemvNoNorm) load_norm_weights(p.norm_w, K, norm_weights);
+  if (PROLOGUE == kGemvResidualNorm) load_norm_weights(p.post_w, K, post_weights);
 
   // The epilogue's biases are weights too: loaded here, not after the reduction.
   float bias_v[ROWS][kMats];
@@ -229,7 +322,7 @@ __device__ __forceinline__ void gemv(const GemvParams<T, OutT, W>& p) {
   uint4 nxt[UNROLL][ROWS][kMats];
   if (have_next) load_batch(nxt, next);
 
-  gemv_stage_x<T, OutT, W, THREADS, KMAX, NORM>(p, norm_weights, xs);
+  gemv_stage_x<T, OutT, W, THREADS, KMAX, PROLOGUE>(p, norm_weights, post_weights, xs);
 
   while (have) {
 #pragma unroll

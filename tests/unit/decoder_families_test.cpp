@@ -162,7 +162,9 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
   }
   // Every norm before a linear is its prologue, with f32 weights; the gate is GELU(tanh), also where
   // the graph applies it in f32 between casts (the global layer).
-  int norm_prologues = 0;
+  // Where a post-norm and its residual add come before the norm (every one but layer 0's QKV),
+  // they are a residual-norm prologue, and h, which the next residual add reads, is an output.
+  int norm_prologues = 0, residual_norm_prologues = 0;
   std::set<std::string> gates;
   for (const auto* plan : of_category(decode, analysis::Category::kGemvEpilogue)) {
     const plan::Candidate* c = first_of(*plan, "gemv");
@@ -170,6 +172,12 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
     if (c->match.facts.count("norm")) {
       ++norm_prologues;
       EXPECT_EQ(c->match.facts.at("norm_f32"), 1) << c->name();
+    }
+    if (c->match.facts.count("post_norm")) {
+      ++residual_norm_prologues;
+      EXPECT_EQ(c->match.roles.at("h"), "out0") << c->name();
+      EXPECT_EQ(c->match.roles.at("skip"), "in1") << c->name();
+      EXPECT_NE(c->name().find("gemv_rmsnorm_add_rmsnorm_"), std::string::npos) << c->name();
     }
     if (c->match.variant == "gate_up") {
       gates.insert(c->name());
@@ -180,13 +188,14 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
       auto source = codegen::render_source(*library);
       ASSERT_TRUE(source.has_value());
       EXPECT_NE(source->find("ac::kEpilogueGateUp, ac::kActGeluTanh>(p)"), std::string::npos) << *source;
-      EXPECT_NE(source->find("ac::RmsNormParams<__nv_bfloat16, float> p;"), std::string::npos) << *source;
+      EXPECT_NE(source->find("ac::ResidualNormParams<__nv_bfloat16, float> p;"), std::string::npos) << *source;
     }
   }
-  EXPECT_EQ(norm_prologues, 3) << "input norms (QKV) and pre-feedforward norms (gate/up) of the layers";
+  EXPECT_EQ(norm_prologues, 4) << "input norms (QKV, layer 0 alone) and pre-feedforward norms (gate/up) of the layers";
+  EXPECT_EQ(residual_norm_prologues, 3) << "the post-norms of both layers' attention and layer 0's feedforward";
   // Two gate/up regions (the global layer's has casts), one kernel: the casts change nothing it computes.
   EXPECT_EQ(gates.size(), 1u);
-  // The post-norm, the residual add and nothing else: the next pre-norm is a GEMV prologue.
+  // The last post-norm and its residual add (no linear reads it here) stay a row region.
   for (const auto* plan : of_category(decode, analysis::Category::kRmsNorm)) {
     const plan::Candidate* c = first_of(*plan, "rmsnorm");
     ASSERT_NE(c, nullptr);

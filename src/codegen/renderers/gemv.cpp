@@ -13,7 +13,7 @@ std::string render_gemv(const plan::Candidate& c) {
   const std::string T = cuda_type(m.dtype), O = cuda_type(m.out_dtype);
   const std::string name = c.launches.front().kernel;
   const bool gate_up = m.variant == "gate_up";
-  const bool norm = m.facts.count("norm") > 0;
+  const char* prologue = m.facts.count("post_norm") ? "ac::kGemvResidualNorm" : m.facts.count("norm") ? "ac::kGemvNorm" : "ac::kGemvNoNorm";
   const char* epilogue = m.variant == "residual" ? "ac::kGemvResidual" : gate_up ? "ac::kGemvGateUp" : "ac::kGemvPlain";
   // f32 norm weights (Gemma's 1 + w) and a GELU gate: template arguments only where they apply.
   const bool norm_f32 = m.facts.count("norm_f32") > 0;
@@ -26,6 +26,10 @@ std::string render_gemv(const plan::Candidate& c) {
       << "  p.x = " << role_pointer(m, "x", T, true) << ";  // [K]\n"
       << "  p.norm_w = " << role_pointer(m, "norm_w", norm_f32 ? "float" : T, true) << ";  // [K] RMSNorm prologue\n"
       << "  p.norm_eps = " << float_literal(plan::matmul_norm_eps(m)) << ";\n"
+      << "  p.skip = " << role_pointer(m, "skip", T, true) << ";  // [K] residual-norm prologue: h = skip + post-norm(x)\n"
+      << "  p.post_w = " << role_pointer(m, "post_w", norm_f32 ? "float" : T, true) << ";  // [K]\n"
+      << "  p.post_eps = " << float_literal(plan::matmul_post_norm_eps(m)) << ";\n"
+      << "  p.h = " << role_pointer(m, "h", T, false) << ";  // [K]\n"
       << "  p.residual = " << role_pointer(m, "residual", T, true) << ";  // [N]\n";
   for (int s = 0; s < 3; ++s) {
     const std::string i = std::to_string(s);
@@ -39,7 +43,7 @@ std::string render_gemv(const plan::Candidate& c) {
   }
   src << "  p.K = " << m.facts.at("K") << ";\n"
       << "  ac::gemv<" << T << ", " << O << ", " << p.at("threads") << ", " << p.at("rows") << ", " << p.at("unroll") << ", "
-      << p.at("split") << ", " << epilogue << ", " << m.facts.at("K") << ", " << (norm ? "true" : "false")
+      << p.at("split") << ", " << epilogue << ", " << m.facts.at("K") << ", " << prologue
       << (act ? ", " + plan::matmul_gate_activation_code(m) : "") << ">(p);\n}\n";
   return src.str();
 }

@@ -1,8 +1,9 @@
 // The library fallback for matmul regions: one cuBLAS GEMM per linear (cublasGemmEx, fp32 compute)
 // followed, when the region has an epilogue, by a small generated elementwise kernel (bias, residual
 // add, act(gate)·up with act SiLU or GELU) that reads the GEMM results. A region with an RMSNorm
-// prologue first runs a generated RMSNorm kernel (rmsnorm.cuh, weights T or f32) into the workspace,
-// and the GEMMs read the row from there. Regions the fixed epilogues do not cover (a batched or
+// prologue first runs a generated RMSNorm kernel (rmsnorm.cuh, weights T or f32; with a residual-norm
+// prologue gemv.cuh's residual_norm_rows, which also writes h) into the workspace, and the GEMMs read
+// the row from there. Regions the fixed epilogues do not cover (a batched or
 // transposed matmul, a linear with any pointwise epilogue) take the "program" variant
 // (matmul_general.h): one strided-batched GEMM, then a generated row program over its fp32 product.
 // Always in the space of a matmul region, and marked as its fallback: a generated kernel is selected
@@ -54,7 +55,7 @@ class CublasFamily final : public TemplateFamily {
     }
     // Rows are part of the name: the generated kernels differ between one static token and T.
     const int64_t rows = m.facts.at("tokens_static");
-    name << "cublas_" << (m.facts.count("norm") ? "rmsnorm_" : "") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
+    name << "cublas_" << matmul_prologue_tag(m) << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K") << "_m" << (rows ? std::to_string(rows) : "T");
     return name.str();

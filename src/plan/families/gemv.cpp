@@ -1,6 +1,7 @@
 // Decode GEMV family (src/kernels/gemv.cuh): matmul regions of one token, with the plain, cast,
 // residual-add, gate/up act·mul (SiLU or GELU) and multi-segment (fused QKV) epilogues, and the
-// RMSNorm prologue (weights of the activation dtype or f32).
+// RMSNorm prologue (weights of the activation dtype or f32), alone or after a residual-norm prologue
+// (Gemma's post-norm and residual add, whose sum h block 0 writes).
 // Planning side: matching, the parameter space and launch geometry; codegen/renderers/gemv.cpp
 // writes the source.
 #include <sstream>
@@ -68,7 +69,7 @@ class GemvFamily final : public TemplateFamily {
 
   std::string kernel_name(const Match& m, const ParamSet& p) const override {
     std::ostringstream name;
-    name << "gemv_" << (m.facts.count("norm") ? "rmsnorm_" : "") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
+    name << "gemv_" << matmul_prologue_tag(m) << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K") << "_t" << p.at("threads") << "_r" << p.at("rows")
          << "_u" << p.at("unroll") << "_s" << p.at("split");

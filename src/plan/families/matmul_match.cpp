@@ -61,17 +61,30 @@ bool match_gated_epilogue(const RegionContext& ctx, size_t from, ir::ValueId gat
 std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount tokens) {
   if (ctx.region->kind != analysis::RegionKind::kMatmul) return std::nullopt;
   // An RMSNorm prologue: the linears read its result, the region reads its input. Float casts may
-  // surround it (a graph that normalizes in f32): each node of the chain reads the one before.
+  // surround it (a graph that normalizes in f32): each node of the chain reads the one before. A
+  // residual-norm prologue puts a post-norm and the residual add before it: the chain's add reads
+  // the post-norm's result and the residual stream, and the second norm reads the sum h.
   size_t first_linear = 0;
   const ir::Node* rms = nullptr;
-  while (first_linear < ctx.size() && ctx.node(static_cast<int>(first_linear)).op != OpKind::kLinear) {
+  const ir::Node* post_rms = nullptr;
+  const ir::Node* add = nullptr;
+  ir::ValueId post_normalized = ir::kNoValue;  // the post-norm chain's result, which the add reads
+  for (; first_linear < ctx.size() && ctx.node(static_cast<int>(first_linear)).op != OpKind::kLinear; ++first_linear) {
     const ir::Node& n = ctx.node(static_cast<int>(first_linear));
+    const ir::ValueId before = first_linear > 0 ? ctx.node(static_cast<int>(first_linear) - 1).result : ir::kNoValue;
+    if (n.op == OpKind::kAdd && rms && !add) {
+      if (n.operands[0] != before && n.operands[1] != before) return std::nullopt;
+      add = &n;
+      post_normalized = before;
+      post_rms = rms;
+      rms = nullptr;
+      continue;
+    }
     const bool float_cast = n.op == OpKind::kCast && ir::is_float(ctx.function->type(n.operands[0]).dtype) &&
                             ir::is_float(ctx.function->type(n.result).dtype);
     if (n.op == OpKind::kRmsNorm && !rms) rms = &n;
     else if (!float_cast) return std::nullopt;
-    if (first_linear > 0 && n.operands[0] != ctx.node(static_cast<int>(first_linear) - 1).result) return std::nullopt;
-    ++first_linear;
+    if (first_linear > 0 && n.operands[0] != before) return std::nullopt;
   }
   const bool norm = first_linear > 0;
   if (norm && !rms) return std::nullopt;
@@ -104,6 +117,21 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
     const float eps = static_cast<float>(rms->float_attr("eps"));
     m.facts["norm"] = 1;
     m.facts["norm_eps_bits"] = std::bit_cast<uint32_t>(eps);
+  }
+  if (add) {
+    // h = residual + rmsnorm(x): the residual ("skip") and h of x's type, the post-norm's weights of
+    // the same dtype as the second norm's (the kernels take one weight type). h is an output where
+    // the next residual add reads it.
+    const ir::ValueId skip = add->operands[add->operands[0] == post_normalized ? 1 : 0];
+    if (ctx.function->type(skip) != x_type || ctx.function->type(add->result) != x_type ||
+        ctx.function->type(post_rms->operands[1]).dtype != ctx.function->type(rms->operands[1]).dtype)
+      return std::nullopt;
+    m.roles["skip"] = ctx.slot_of(skip);
+    m.roles["post_w"] = ctx.slot_of(post_rms->operands[1]);
+    const std::string h_slot = ctx.slot_of(add->result);
+    if (!h_slot.empty()) m.roles["h"] = h_slot;
+    m.facts["post_norm"] = 1;
+    m.facts["post_eps_bits"] = std::bit_cast<uint32_t>(static_cast<float>(post_rms->float_attr("eps")));
   }
   int64_t total_rows = 0;
   for (size_t i = 0; i < linears; ++i) {
@@ -167,6 +195,15 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
 float matmul_norm_eps(const Match& match) {
   auto it = match.facts.find("norm_eps_bits");
   return it == match.facts.end() ? 0.f : std::bit_cast<float>(static_cast<uint32_t>(it->second));
+}
+
+float matmul_post_norm_eps(const Match& match) {
+  auto it = match.facts.find("post_eps_bits");
+  return it == match.facts.end() ? 0.f : std::bit_cast<float>(static_cast<uint32_t>(it->second));
+}
+
+std::string matmul_prologue_tag(const Match& match) {
+  return std::string(match.facts.count("post_norm") ? "rmsnorm_add_" : "") + (match.facts.count("norm") ? "rmsnorm_" : "");
 }
 
 GateActivation matmul_gate_activation(const Match& match) {

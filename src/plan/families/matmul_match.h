@@ -10,6 +10,11 @@
 // (Gemma's 1 + w), norm_f32 = 1; x is then the norm's input, and the linears read the normalized row.
 // Float casts around the norm (x cast to f32, normalized in f32, cast back) change nothing: the
 // kernels normalize in f32 and round once.
+// A residual-norm prologue (Gemma's sandwich norms; analysis/regions.h) comes before that norm:
+// h = skip + rmsnorm(x) * post_w, and the norm prologue normalizes h. It adds the roles skip (the
+// residual stream), post_w and h (an output, absent when only the norm reads h) and the facts
+// post_norm = 1 and post_eps_bits; both norms' weights have one dtype (norm_f32 covers both). The
+// kernels round h to x's dtype, as the unfused region stores it, and normalize the rounded h.
 #pragma once
 
 #include <optional>
@@ -23,8 +28,11 @@ enum class TokenCount { kOne, kAny };
 
 std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount tokens);
 
-// The eps of a match's RMSNorm prologue (0 when it has none).
+// The eps of a match's RMSNorm prologue and of its residual-norm prologue's post-norm (0 when it has none).
 float matmul_norm_eps(const Match& match);
+float matmul_post_norm_eps(const Match& match);
+// What kernel names add for the prologues: "rmsnorm_", "rmsnorm_add_rmsnorm_" or "".
+std::string matmul_prologue_tag(const Match& match);
 
 // The gate activation of a "gate_up" match, as the kernels number it (src/kernels/activation.cuh).
 enum class GateActivation { kSilu = 0, kGeluTanh = 1, kGeluErf = 2 };
