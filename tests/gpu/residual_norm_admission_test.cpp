@@ -64,7 +64,7 @@ TEST(ResidualNormAdmission, EveryCandidateValidatesOverTheGrid) {
     const auto regions = fused_regions(shape);
     ASSERT_EQ(regions.size(), 2u) << "the gate/up region (h an output) and the q/k region (h inside)";
     for (const auto& region : regions) {
-      auto compiled = testing::compile_candidates(region.plan.candidates, tune::nvrtc_arch(*gpu));
+      auto compiled = testing::compile_candidates(region.plan.candidates, gpu::nvrtc_arch(*gpu));
       auto results = tune::admit_candidates(region.region_module, kBindings, region.cases, region.plan.candidates, compiled, tune::AdmitOptions{});
       ASSERT_TRUE(results.has_value()) << results.status().to_string();
       std::printf("%s r%d:", label(shape).c_str(), region.plan.unique_id);
@@ -111,7 +111,7 @@ TEST(ResidualNormAdmission, AGemvThatDropsHIsRejected) {
   planted.spelled_name = renamed;
   planted.launches.front().kernel = renamed;
   codegen::NvrtcOptions options;
-  options.arch = tune::nvrtc_arch(*gpu);
+  options.arch = gpu::nvrtc_arch(*gpu);
   options.isolate = true;
   auto compiled = codegen::compile_all({{renamed, dropped}, {real.name(), *source}}, options);
   ASSERT_TRUE(compiled.has_value()) << compiled.status().to_string();
