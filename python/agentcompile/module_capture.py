@@ -116,6 +116,25 @@ def _convert(program, inputs, name: str, symbolic: tuple):
     return module, function, converter
 
 
+def _batch_symbol_problem(function) -> str:
+    """Why T cannot stay the batch dim of this function, or "": the compiler validates at a smaller T,
+    which is sound where T only counts independent rows, so T must lead every value that has it and
+    every output, and no op may fold it away (a reduction over the batch, a product contracting it)."""
+    for v in function.results:
+        if not v.type.shape or v.type.shape[0] != "T":
+            return f"output {v.name} is {v.type}: T does not lead it"
+    for node in function.nodes:
+        shape = node.result.type.shape
+        if node.op == "arange" and "T" in shape:
+            return f"arange at {node.loc or '?'} makes row indices of T (the compiler's row programs take them static)"
+        if "T" in shape[1:]:
+            return f"{node.op} at {node.loc or '?'} moves T off the leading dim ({node.result.type})"
+        if (not shape or shape[0] != "T") and any(o.type.shape and o.type.shape[0] == "T" for o in node.operands
+                                                  if hasattr(o, "type")):
+            return f"{node.op} at {node.loc or '?'} folds T away ({node.result.type})"
+    return ""
+
+
 def _export_and_convert(model, inputs, name: str, what: str, static: bool):
     """The first capture that works: with a symbolic batch dim (each choice of _batch_dim_choices), else
     static. Returns (program, module, function, converter, T's example size or 0, why it is static)."""
@@ -127,7 +146,10 @@ def _export_and_convert(model, inputs, name: str, what: str, static: bool):
         try:
             with torch.no_grad():
                 program = export_core_aten(model, tuple(inputs), dynamic_shapes=dynamic, what=what)
-            return (program, *_convert(program, inputs, name, symbolic), size, "")
+            converted = _convert(program, inputs, name, symbolic)
+            why = _batch_symbol_problem(converted[1])
+            if not why:
+                return (program, *converted, size, "")
         except CaptureError as e:  # the module fixes the size somewhere: try fewer symbolic inputs, then none
             why = str(e)
     with torch.no_grad():
