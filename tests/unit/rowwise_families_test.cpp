@@ -15,6 +15,7 @@
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "frontend/model_builder.h"
+#include "ir/text.h"
 #include "plan/families/row_program.h"
 #include "plan/planner.h"
 #include "rowwise_modules.h"
@@ -201,6 +202,53 @@ TEST(RowProgram, PartialBroadcastStrides) {
     EXPECT_EQ(back.steps.size(), program->steps.size());
     EXPECT_EQ(back.stores.front().slot, "out0");
   }
+}
+
+// A captured module's batch of scalars ([T], KernelBench level 2 problem 55's final scale): T rows of
+// one column, every operand read at a row stride of 1 or broadcast (0); a row op over [T] is not
+// taken this way (it would reduce over the batch).
+TEST(RowProgram, VectorOfTIsRowsOfOneColumn) {
+  auto module = ir::parse_module(R"(module m {
+  func @forward(%x: f32[T], %s: f32[]) -> (f32[T]) {
+    %y = mul(%x, %s) : f32[T]
+    %z = exp(%y) : f32[T]
+    return %z
+  }
+}
+)");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const ir::Function& f = module->functions.front();
+  auto partition = analysis::form_regions(*module, f);
+  ASSERT_EQ(partition.regions.size(), 1u);
+  auto unique = analysis::unique_regions(*module, f, partition, {37, 1});
+  plan::RegionContext ctx{&*module, &f, &partition.regions.front(), &unique.front().summary};
+  auto program = plan::analyze_row_program(ctx);
+  ASSERT_TRUE(program.has_value());
+  EXPECT_EQ(program->cols, 1);
+  EXPECT_EQ(program->lead, (std::vector<int64_t>{0}));
+  EXPECT_EQ(program->rows_per_token(), 1);
+  ASSERT_EQ(program->loads.size(), 2u);
+  EXPECT_EQ(program->loads[0].row_strides, (std::vector<int64_t>{1}));
+  EXPECT_EQ(program->loads[0].col_stride, 0);
+  EXPECT_EQ(program->loads[1].row_strides, (std::vector<int64_t>{0}));
+  auto plans = plan_all(*module, "forward", "h200");
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_FALSE(plans.front().candidates.empty());
+  for (const auto& c : plans.front().candidates) EXPECT_TRUE(codegen::render_source(c).has_value()) << c.name();
+
+  auto reduce = ir::parse_module(R"(module m {
+  func @forward(%x: f32[T]) -> (f32[T]) {
+    %y = softmax(%x) {axis = 0} : f32[T]
+    return %y
+  }
+}
+)");
+  ASSERT_TRUE(reduce.has_value()) << reduce.status().to_string();
+  const ir::Function& g = reduce->functions.front();
+  auto partition_g = analysis::form_regions(*reduce, g);
+  auto unique_g = analysis::unique_regions(*reduce, g, partition_g, {37, 1});
+  plan::RegionContext ctx_g{&*reduce, &g, &partition_g.regions.front(), &unique_g.front().summary};
+  EXPECT_FALSE(plan::analyze_row_program(ctx_g).has_value());
 }
 
 }  // namespace

@@ -107,8 +107,16 @@ class ProgramBuilder {
  public:
   ProgramBuilder(const RegionContext& ctx, RowProgram& p, const ir::Shape& space) : ctx_(ctx), p_(p), space_(space) {}
 
-  bool set_space() {
+  // `pointwise_only`: no row op reads the space, so a vector of T (a captured module's batch of
+  // scalars) can run as T rows of one column.
+  bool set_space(bool pointwise_only) {
     if (space_.empty()) return true;  // a scalar: one row of one column
+    if (pointwise_only && space_.size() == 1 && space_[0].symbol == ir::Symbol::kT) {
+      rows_only_ = true;
+      p_.cols = 1;
+      p_.lead.push_back(0);
+      return true;
+    }
     if (!space_.back().is_static() || space_.back().value <= 0) return false;
     p_.cols = space_.back().value;
     for (size_t d = 0; d + 1 < space_.size(); ++d) {
@@ -239,7 +247,7 @@ class ProgramBuilder {
       auto strides = broadcast_strides(shape, space_);
       if (!strides) return std::nullopt;
       load.col_stride = space_.empty() || p_.cols == 1 ? 0 : strides->back();
-      load.row_strides.assign(strides->begin(), strides->empty() ? strides->end() : strides->end() - 1);
+      load.row_strides.assign(strides->begin(), strides->empty() || rows_only_ ? strides->end() : strides->end() - 1);
     }
     for (size_t i = 0; i < p_.loads.size(); ++i) {
       const auto& l = p_.loads[i];
@@ -254,6 +262,7 @@ class ProgramBuilder {
   const RegionContext& ctx_;
   RowProgram& p_;
   const ir::Shape space_;
+  bool rows_only_ = false;  // the space is [T]: T rows of one column
   std::map<ir::ValueId, int> step_of_value_;
   std::map<ir::ValueId, VirtualLoad> virtual_;
 };
@@ -369,7 +378,7 @@ std::optional<RowProgram> analyze_row_program(const RegionContext& ctx) {
       if (f.type(out).shape != space) return std::nullopt;
   }
   ProgramBuilder builder(ctx, p, space);
-  if (!builder.set_space()) return std::nullopt;
+  if (!builder.set_space(row_node < 0)) return std::nullopt;
   for (size_t i = 0; i < ctx.size(); ++i)
     if (!builder.add(ctx.node(static_cast<int>(i)), static_cast<int>(i) == row_node)) return std::nullopt;
   if (row_node >= 0) {
@@ -385,7 +394,7 @@ std::optional<RowProgram> analyze_pointwise_tail(const RegionContext& ctx, size_
                                                  const std::vector<VirtualLoad>& virtual_loads) {
   RowProgram p;
   ProgramBuilder builder(ctx, p, space);
-  if (!builder.set_space()) return std::nullopt;
+  if (!builder.set_space(true)) return std::nullopt;
   for (const VirtualLoad& v : virtual_loads)
     if (!builder.add_virtual(v)) return std::nullopt;
   for (size_t i = first; i < ctx.size(); ++i) {
