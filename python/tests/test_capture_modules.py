@@ -64,7 +64,6 @@ class ModuleCaptureTest(unittest.TestCase):
                 assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 2e-3, 2e-2)
 
     def test_training_batch_norm_drops_running_stats_with_a_note(self):
-        import json
         out = self.capture("batchnorm_train")
         manifest = json.loads((out / "capture.json").read_text())
         self.assertTrue(any("running_mean" in note for note in manifest["notes"]), manifest["notes"])
@@ -87,7 +86,6 @@ class ModuleCaptureTest(unittest.TestCase):
         check_ir(self, out / "module.ir")
 
     def test_manifest_records_narrowed_integer_types(self):
-        import json
         out = self.capture("argmax_argmin_max_min")
         outputs = json.loads((out / "capture.json").read_text())["functions"]["forward"]["outputs"]
         self.assertEqual(outputs[0], {"name": "output_0", "dtype": "i32", "shape": [3, 5], "torch_dtype": "int64"})

@@ -50,12 +50,6 @@ namespace {
 constexpr const char* kCompilerVersion = "agentcompile-compiler/6";
 
 // The kernel templates are part of what a compile depends on (the artifact and the tuning database).
-// The size a captured module's function runs its symbol T at (capture.json `symbols`); 1 otherwise.
-int64_t captured_run_tokens(const frontend::ModelSource& source, const std::string& function) {
-  const frontend::CapturedFunction* f = source.capture ? source.capture->function(function) : nullptr;
-  return f && f->run_tokens > 0 ? f->run_tokens : 1;
-}
-
 // Those sizes as key text: the IR says T, the manifest what it runs at, and both pick the kernels.
 std::string run_sizes(const frontend::ModelSource& source) {
   std::string text;
@@ -256,7 +250,7 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
                                                                                   .residual_norm_prologue = !options.unfused,
                                                                                   .matmul_fusion = !options.unfused,
                                                                                   .attention_prologue = !options.unfused});
-    const int64_t run_tokens = captured_run_tokens(source, function.name);
+    const int64_t run_tokens = source.run_tokens(function.name);
     f.buckets = driver::buckets_for(function, c.max_position_embeddings, run_tokens);
     const ir::SymbolBindings bindings = function.name == "decode"    ? ir::SymbolBindings{1, 2048}
                                         : function.name == "prefill" ? ir::SymbolBindings{512, 512}

@@ -28,6 +28,12 @@ struct ModelSource {
   std::optional<ir::Module> captured;      // kCaptured only: the module as captured (primitive ops)
 
   bool is_language_model() const { return format != ModelFormat::kCaptured || capture->is_causal_lm(); }
+  // The T a captured module's function runs at (capture.json `symbols`); 1 for static shapes and for
+  // every function that is not a captured module's.
+  int64_t run_tokens(const std::string& function) const {
+    const CapturedFunction* f = capture ? capture->function(function) : nullptr;
+    return f && f->run_tokens > 0 ? f->run_tokens : 1;
+  }
 };
 
 const char* model_format_name(ModelFormat format);

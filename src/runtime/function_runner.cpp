@@ -79,7 +79,7 @@ Status FunctionRunner::Impl::load(const EngineOptions& options, const std::strin
     for (const auto& f : module.functions) names += (names.empty() ? "@" : ", @") + f.name;
     return error(ErrorCode::kNotFound, options.model.string() + " has no function @" + name + " (it has " + names + ")");
   }
-  tokens = runtime::run_tokens(*function, source);
+  tokens = source.run_tokens(name);
   AC_ASSIGN_OR_RETURN(input_specs, runtime::argument_specs(*function, source));
   AC_ASSIGN_OR_RETURN(output_specs, runtime::result_specs(*function, source));
 

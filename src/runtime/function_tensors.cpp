@@ -50,19 +50,14 @@ size_t tensor_bytes(const TensorSpec& spec) {
   return dtype ? count * ir::dtype_size(*dtype) : 0;
 }
 
-int64_t run_tokens(const ir::Function& function, const frontend::ModelSource& source) {
-  const auto* c = captured(function, source);
-  return c && c->run_tokens > 0 ? c->run_tokens : 1;
-}
-
 Expected<std::vector<TensorSpec>> argument_specs(const ir::Function& function, const frontend::ModelSource& source) {
   const auto* c = captured(function, source);
-  return specs_of(function, function.args, c ? &c->inputs : nullptr, run_tokens(function, source), "argument");
+  return specs_of(function, function.args, c ? &c->inputs : nullptr, c ? c->run_tokens : 0, "argument");
 }
 
 Expected<std::vector<TensorSpec>> result_specs(const ir::Function& function, const frontend::ModelSource& source) {
   const auto* c = captured(function, source);
-  return specs_of(function, function.results, c ? &c->outputs : nullptr, run_tokens(function, source), "result");
+  return specs_of(function, function.results, c ? &c->outputs : nullptr, c ? c->run_tokens : 0, "result");
 }
 
 Status check_inputs(const std::vector<Tensor>& inputs, const std::vector<TensorSpec>& specs) {

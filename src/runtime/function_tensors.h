@@ -12,9 +12,6 @@
 
 namespace agentcompile::runtime {
 
-// The T a captured module's function runs at (capture.json `symbols`), 1 for static shapes.
-int64_t run_tokens(const ir::Function& function, const frontend::ModelSource& source);
-
 // Argument and result specs of `function`: static shapes, with T at the size the capture binds it to
 // (a function with L, or an unbound T, is not run this way). Names come from the capture manifest when
 // it lists the function.

@@ -19,6 +19,7 @@
 #include "frontend/model_builder.h"
 #include "ir/interpreter_ops.h"
 #include "plan/planner.h"
+#include "nvrtc_expect.h"
 
 namespace agentcompile {
 namespace {
@@ -243,12 +244,7 @@ TEST(AttentionFamilies, EveryCandidateCompilesWithNvrtc) {
           if (!seen) jobs.push_back({c.name(), *source});
         }
     ASSERT_GE(jobs.size(), 16u);
-    codegen::NvrtcOptions options;
-    options.arch = arch;
-    options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
-    auto results = codegen::compile_all(jobs, options);
-    ASSERT_TRUE(results.has_value()) << results.status().to_string();
-    for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+    testing::expect_nvrtc_compiles(jobs, arch);
   }
 }
 

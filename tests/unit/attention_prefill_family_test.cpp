@@ -13,6 +13,7 @@
 #include "frontend/model_builder.h"
 #include "plan/planner.h"
 #include "plan/template_family.h"
+#include "nvrtc_expect.h"
 
 namespace agentcompile {
 namespace {
@@ -119,12 +120,7 @@ TEST(AttentionPrefillFamily, EveryCandidateCompilesWithNvrtc) {
             jobs.push_back({candidate.name(), *source});
           }
     ASSERT_EQ(jobs.size(), 2u * (8 + 1 + 16 + 1));  // both dtypes of both models
-    codegen::NvrtcOptions options;
-    options.arch = arch;
-    options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
-    auto results = codegen::compile_all(jobs, options);
-    ASSERT_TRUE(results.has_value()) << results.status().to_string();
-    for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+    testing::expect_nvrtc_compiles(jobs, arch);
   }
 }
 

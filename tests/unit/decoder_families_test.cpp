@@ -26,6 +26,7 @@
 #include "plan/families/matmul_match.h"
 #include "plan/families/rope_params.h"
 #include "plan/planner.h"
+#include "nvrtc_expect.h"
 
 namespace agentcompile {
 namespace {
@@ -420,12 +421,7 @@ void expect_compiles(const std::map<std::string, std::string>& sources, const st
   std::vector<codegen::CompileJob> jobs;
   for (const auto& [name, source] : sources) jobs.push_back({name, source});
   ASSERT_FALSE(jobs.empty());
-  codegen::NvrtcOptions options;
-  options.arch = arch;
-  options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
-  auto results = codegen::compile_all(jobs, options);
-  ASSERT_TRUE(results.has_value()) << results.status().to_string();
-  for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+  testing::expect_nvrtc_compiles(jobs, arch);
 }
 
 TEST(DecoderFamilies, EveryCandidateCompilesWithNvrtc) {

@@ -14,6 +14,7 @@
 #include "codegen/render.h"
 #include "frontend/model_builder.h"
 #include "plan/planner.h"
+#include "nvrtc_expect.h"
 
 namespace agentcompile {
 namespace {
@@ -111,12 +112,7 @@ TEST(GemmFamily, EveryCandidateCompilesWithNvrtc) {
     std::vector<codegen::CompileJob> jobs;
     for (const auto& [name, source] : sources) jobs.push_back({name, source});
     ASSERT_GE(jobs.size(), 20u);
-    codegen::NvrtcOptions options;
-    options.arch = arch;
-    options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
-    auto results = codegen::compile_all(jobs, options);
-    ASSERT_TRUE(results.has_value()) << results.status().to_string();
-    for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+    testing::expect_nvrtc_compiles(jobs, arch);
   }
 }
 

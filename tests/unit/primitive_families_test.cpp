@@ -19,6 +19,7 @@
 #include "plan/planner.h"
 #include "primitive_modules.h"
 #include "tune/region_cases.h"
+#include "nvrtc_expect.h"
 
 namespace agentcompile {
 namespace {
@@ -159,12 +160,7 @@ TEST(PrimitiveFamilies, CandidatesCompileWithNvrtc) {
       }
     std::vector<codegen::CompileJob> jobs;
     for (const auto& [name, source] : sources) jobs.push_back({name, source});
-    codegen::NvrtcOptions options;
-    options.arch = arch;
-    options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
-    auto results = codegen::compile_all(jobs, options);
-    ASSERT_TRUE(results.has_value()) << results.status().to_string();
-    for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+    testing::expect_nvrtc_compiles(jobs, arch);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "model_fixtures.h"
 #include "plan/planner.h"
 #include "sandwich_modules.h"
+#include "nvrtc_expect.h"
 
 namespace agentcompile {
 namespace {
@@ -188,12 +189,7 @@ TEST(ResidualNormPrologue, CandidatesCompileWithNvrtc) {
         }
     }
     ASSERT_GT(jobs.size(), 8u);
-    codegen::NvrtcOptions options;
-    options.arch = arch;
-    options.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "test-nvrtc-cache";
-    auto results = codegen::compile_all(jobs, options);
-    ASSERT_TRUE(results.has_value()) << results.status().to_string();
-    for (const auto& result : *results) EXPECT_TRUE(result.ok) << arch << " " << result.kernel << ":\n" << result.log;
+    testing::expect_nvrtc_compiles(jobs, arch);
   }
 }
 
