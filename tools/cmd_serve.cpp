@@ -41,6 +41,7 @@ struct ServeFlags {
   int port = 8080;
   int64_t max_concurrency = 0;  // 0: 4 on the CPU, 1 on the GPU
   int64_t max_queue = 64;
+  int64_t max_tokens = 0;
   std::string api_key_env, model_id;
   bool log_requests = false, ignore_response_format = false;
   int threads = 0;
@@ -98,6 +99,7 @@ void run_serve(const ServeFlags& flags) {
   options.model_id = flags.model_id.empty() ? default_model_id(flags.engine.model) : flags.model_id;
   options.log_requests = flags.log_requests;
   options.ignore_response_format = flags.ignore_response_format;
+  options.max_tokens = flags.max_tokens;
   options.connection_threads = flags.connections;
   options.drain_timeout = std::chrono::seconds(flags.drain_timeout);
   options.log = log_line;
@@ -161,6 +163,10 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   cmd->add_option("--max-queue", flags->max_queue, "Requests that may wait for a free sequence; more get a 429 (default 64)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--max-tokens", flags->max_tokens,
+                  "Most tokens one request may generate: the default for requests without max_tokens, a 400 for those asking more "
+                  "(default: up to the end of the context)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--api-key-env", flags->api_key_env, "Environment variable holding the API key clients must send as a bearer token");
   cmd->add_option("--model-id", flags->model_id, "Model name in /v1/models and in answers (default: the model's file or directory name)");
   cmd->add_flag("--log-requests", flags->log_requests, "Also log request bodies (prompts) and completions; never the API key");

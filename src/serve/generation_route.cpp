@@ -76,16 +76,21 @@ void HttpServer::Impl::generate(Route route, const httplib::Request& req, httpli
   parse_options.ignore_response_format = options.ignore_response_format;
   if (auto error = parse_request(route, req.body, parse_options, request)) return reply_error(res, *error);
   GenerationJob job;
-  if (auto error = make_job(request, tokenizer, backend, job)) return reply_error(res, *error);
-  auto submitted = scheduler.submit(std::move(job));
-  if (const ApiError* error = std::get_if<ApiError>(&submitted)) return reply_error(res, *error);
-
-  auto answer = std::make_shared<Answer>(route, options.model_id, tokenizer, request);
-  answer->stream = std::get<std::shared_ptr<GenerationStream>>(std::move(submitted));
+  if (auto error = make_job(request, tokenizer, backend, options.max_tokens, job)) return reply_error(res, *error);
+  // Counted in flight before it is queued, so a shutdown that starts meanwhile waits for it.
   {
     std::lock_guard lock(mutex);
     ++in_flight;
   }
+  auto submitted = scheduler.submit(std::move(job));
+  if (const ApiError* error = std::get_if<ApiError>(&submitted)) {
+    std::lock_guard lock(mutex);
+    --in_flight;
+    idle.notify_all();
+    return reply_error(res, *error);
+  }
+  auto answer = std::make_shared<Answer>(route, options.model_id, tokenizer, request);
+  answer->stream = std::get<std::shared_ptr<GenerationStream>>(std::move(submitted));
   const bool log_text = options.log_requests;
   auto provide = [this, answer, log_text, number](size_t, httplib::DataSink& sink) {
     std::string out;
@@ -94,7 +99,9 @@ void HttpServer::Impl::generate(Route route, const httplib::Request& req, httpli
     std::vector<GenerationEvent> events;
     answer->stream->wait(events, kPoll);
     out += render(*answer, events, log_text);
-    if (!out.empty() && !sink.write(out.data(), out.size())) {
+    // Looked at on every wake-up (a token or kPoll): a write into a socket whose peer has gone may
+    // still succeed once, so writes alone would notice a step later.
+    if (!sink.is_writable() || (!out.empty() && !sink.write(out.data(), out.size()))) {
       answer->stream->cancel();
       request_note.detail = "request " + std::to_string(number) + ": client went away";
       return false;
@@ -103,12 +110,6 @@ void HttpServer::Impl::generate(Route route, const httplib::Request& req, httpli
       request_note.detail = "request " + std::to_string(number) + ": " + answer->outcome;
       if (log_text) log("request " + std::to_string(number) + " completion: " + answer->completion);
       sink.done();
-      return true;
-    }
-    if (events.empty() && !sink.is_writable()) {
-      answer->stream->cancel();
-      request_note.detail = "request " + std::to_string(number) + ": client went away";
-      return false;
     }
     return true;
   };

@@ -2,6 +2,9 @@
 // routes are in generation_route.cpp.
 #include "serve/http_server.h"
 
+#include <cstdio>
+#include <thread>
+
 #include "serve/chat_page.h"
 #include "serve/http_server_impl.h"
 #include "serve/response.h"
@@ -26,6 +29,21 @@ bool same_secret(std::string_view given, std::string_view key) {
   unsigned char difference = given.size() == key.size() ? 0 : 1;
   for (size_t i = 0; i < key.size(); ++i) difference |= static_cast<unsigned char>(key[i] ^ (i < given.size() ? given[i] : 0));
   return difference == 0;
+}
+
+// A path as the log shows it: control characters escaped, so a request cannot write log lines.
+std::string loggable(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path.substr(0, 200)) {
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return path.size() > 200 ? out + "..." : out;
 }
 
 }  // namespace
@@ -117,7 +135,7 @@ void HttpServer::Impl::add_routes() {
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics.count_request(metrics_route(req.path), res.status);
-    std::string line = req.method + " " + req.path + " " + std::to_string(res.status);
+    std::string line = loggable(req.method) + " " + loggable(req.path) + " " + std::to_string(res.status);
     if (request_note.start != std::chrono::steady_clock::time_point{}) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - request_note.start).count();
       line += " " + std::to_string(static_cast<long long>(ms)) + " ms";

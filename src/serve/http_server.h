@@ -49,6 +49,7 @@ struct ServerOptions {
   std::string api_key;                      // empty: no key needed
   bool log_requests = false;                // also log prompts and completions
   bool ignore_response_format = false;      // accept json_object / json_schema unenforced
+  int64_t max_tokens = 0;                   // most tokens one request may generate; 0: up to the context
   int connection_threads = 256;             // connections served at once (idle ones included)
   size_t max_body_bytes = size_t{16} << 20;
   std::chrono::seconds drain_timeout{30};

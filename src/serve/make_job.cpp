@@ -1,6 +1,7 @@
 // Prompt ids, limits, seed and backend capabilities of one request (see make_job.h).
 #include "serve/make_job.h"
 
+#include <algorithm>
 #include <random>
 
 namespace agentcompile::serve {
@@ -24,7 +25,7 @@ std::optional<ApiError> capabilities(const ParsedRequest& request, const Backend
 }  // namespace
 
 std::optional<ApiError> make_job(const ParsedRequest& request, const tokenizer::Tokenizer& tokenizer, const BackendInfo& backend,
-                                 GenerationJob& job) {
+                                 int64_t limit, GenerationJob& job) {
   if (auto e = capabilities(request, backend)) return e;
   job = GenerationJob{};
   if (request.route == Route::kChat) {
@@ -60,13 +61,18 @@ std::optional<ApiError> make_job(const ParsedRequest& request, const tokenizer::
                                std::to_string(prompt) + " prompt tokens + " + std::to_string(*request.max_tokens) +
                                " max_tokens. Please lower max_tokens to at most " + std::to_string(context - prompt) + ".",
                            "max_tokens", "context_length_exceeded");
-  job.max_tokens = request.max_tokens.value_or(context - prompt);
+  if (limit > 0 && request.max_tokens && *request.max_tokens > limit)
+    return invalid_request("Invalid 'max_tokens': this server generates at most " + std::to_string(limit) + " tokens per request (--max-tokens), you asked for " +
+                               std::to_string(*request.max_tokens) + ".",
+                           "max_tokens", "invalid_value");
+  job.max_tokens = request.max_tokens.value_or(limit > 0 ? std::min(limit, context - prompt) : context - prompt);
   job.sampling = request.sampling;
   if (!request.seeded) {
     std::random_device device;
     job.sampling.seed = (static_cast<uint64_t>(device()) << 32) | device();
   }
   job.stop = request.stop;
+  job.ignore_eos = request.ignore_eos;
   return std::nullopt;
 }
 

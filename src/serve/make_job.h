@@ -3,8 +3,9 @@
 // given), max_tokens checked against the context, the seed, and the request's fields checked against
 // what the backend honours. Every refusal is a 400 that names the field.
 //
-// Context: prompt + max_tokens must fit in the backend's context (OpenAI's rule); a request without
-// max_tokens may generate up to the end of the context.
+// Context: prompt + max_tokens must fit in the backend's context (OpenAI's rule). The server may cap
+// max_tokens (`limit`, 0: none, as llama.cpp's --n-predict does): a request asking more is refused, a
+// request without max_tokens gets the cap, or without one the rest of the context.
 #pragma once
 
 #include <optional>
@@ -18,6 +19,6 @@
 namespace agentcompile::serve {
 
 std::optional<ApiError> make_job(const ParsedRequest& request, const tokenizer::Tokenizer& tokenizer, const BackendInfo& backend,
-                                 GenerationJob& job);
+                                 int64_t limit, GenerationJob& job);
 
 }  // namespace agentcompile::serve

@@ -14,7 +14,7 @@ using json = nlohmann::json;
 
 const std::set<std::string, std::less<>> kCommonFields = {
     "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "presence_penalty", "frequency_penalty",
-    "n", "logprobs", "stream", "stream_options", "user", "logit_bias"};
+    "n", "logprobs", "stream", "stream_options", "user", "logit_bias", "ignore_eos"};
 const std::set<std::string, std::less<>> kChatFields = {"messages", "max_completion_tokens", "top_logprobs", "chat_template_kwargs",
                                                         "response_format", "tools", "tool_choice", "parallel_tool_calls"};
 const std::set<std::string, std::less<>> kCompletionFields = {"prompt", "echo", "best_of", "suffix"};
@@ -319,6 +319,7 @@ std::optional<ApiError> parse_request(Route route, std::string_view text, const 
   if (route == Route::kChat)
     if (auto e = read_chat_extras(body, options, out)) return e;
 
+  if (auto e = read_bool(body, "ignore_eos", out.ignore_eos)) return e;
   if (auto e = read_bool(body, "stream", out.stream)) return e;
   if (const json* stream_options = field(body, "stream_options")) {
     if (!stream_options->is_object()) return wrong_type("stream_options", "an object", *stream_options);

@@ -11,7 +11,8 @@
 // max_completion_tokens, temperature [0, 2], top_p (0, 1], top_k (-1 or 0: off), seed, stop (a string
 // or up to 4), presence_penalty and frequency_penalty [-2, 2], n = 1, logprobs (chat: a bool, with
 // top_logprobs 0..20; completions: 0..5), stream, stream_options.include_usage, user,
-// chat_template_kwargs.enable_thinking (vLLM's extension, for Qwen3), response_format (type text;
+// chat_template_kwargs.enable_thinking (vLLM's extension, for Qwen3), ignore_eos (vLLM's and
+// llama.cpp's extension: generate max_tokens whatever comes, for benchmarks), response_format (type text;
 // json_object and json_schema only when the server was started with --ignore-response-format, as this
 // server has no constrained decoding).
 #pragma once
@@ -43,6 +44,7 @@ struct ParsedRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;                      // stream_options.include_usage
+  bool ignore_eos = false;
 };
 
 struct ParseOptions {

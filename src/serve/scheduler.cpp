@@ -146,7 +146,7 @@ bool Scheduler::take(SequenceId id, Running& running, const StepOutput& output) 
     return true;
   }
   if (running.generated++ == 0) metrics_.observe_first_token(seconds_since(running.arrived));
-  if (std::find(eos_ids_.begin(), eos_ids_.end(), output.token) != eos_ids_.end()) {
+  if (!running.job.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), output.token) != eos_ids_.end()) {
     finish(id, running, "stop", running.text->finish());
     return true;
   }

@@ -36,6 +36,7 @@ struct GenerationJob {
   SamplingParams sampling;
   int64_t max_tokens = 1;
   std::vector<std::string> stop;
+  bool ignore_eos = false;  // run to max_tokens (benchmarks)
 };
 
 struct SchedulerOptions {

@@ -35,7 +35,7 @@ TEST(ServeRequest, AChatRequestWithEveryFieldParses) {
       "presence_penalty": 0.5, "frequency_penalty": -1, "n": 1, "logprobs": true, "top_logprobs": 3,
       "stream": true, "stream_options": {"include_usage": true}, "user": "u", "logit_bias": {},
       "chat_template_kwargs": {"enable_thinking": false}, "response_format": {"type": "text"},
-      "tools": [], "tool_choice": "none", "parallel_tool_calls": false, "max_completion_tokens": null})",
+      "tools": [], "tool_choice": "none", "parallel_tool_calls": false, "max_completion_tokens": null, "ignore_eos": true})",
                      &r);
   ASSERT_FALSE(error) << error->message;
   ASSERT_EQ(r.messages.size(), 2u);
@@ -53,6 +53,7 @@ TEST(ServeRequest, AChatRequestWithEveryFieldParses) {
   EXPECT_EQ(r.sampling.top_logprobs, 3);
   EXPECT_TRUE(r.stream && r.include_usage);
   EXPECT_FALSE(r.enable_thinking);
+  EXPECT_TRUE(r.ignore_eos);
 }
 
 TEST(ServeRequest, CompletionPromptsAreTextOrIds) {
@@ -129,6 +130,7 @@ TEST(ServeRequest, WrongTypesAndRangesNameTheField) {
       {R"(, "chat_template_kwargs": {"other": 1})", "chat_template_kwargs.other"},
       {R"(, "max_tokens": 5, "max_completion_tokens": 5)", "max_completion_tokens"},
       {R"(, "mystery": 1)", "mystery"},
+      {R"(, "ignore_eos": "yes")", "ignore_eos"},
   };
   for (const auto& [fields, param] : cases) {
     auto error = chat(fields);
@@ -185,10 +187,11 @@ class MakeJobTest : public ::testing::Test {
   std::optional<ApiError> job(Route route, const std::string& body, GenerationJob& out) {
     ParsedRequest request;
     if (auto error = parse_request(route, body, {}, request)) return error;
-    return make_job(request, *text_, backend_, out);
+    return make_job(request, *text_, backend_, limit_, out);
   }
   std::optional<tokenizer::Tokenizer> text_;
   BackendInfo backend_;
+  int64_t limit_ = 0;
 };
 
 TEST_F(MakeJobTest, ChatGoesThroughTheTemplateAndCompletionsTextAsIs) {
@@ -221,6 +224,18 @@ TEST_F(MakeJobTest, ContextLimitsAreClearErrors) {
   EXPECT_EQ(error->param, "prompt");
   error = job(Route::kCompletion, R"({"prompt": ""})", j);
   ASSERT_TRUE(error) << "an empty prompt has no token to start from";
+}
+
+TEST_F(MakeJobTest, TheServersTokenLimitCapsRequests) {
+  limit_ = 5;
+  GenerationJob j;
+  ASSERT_FALSE(job(Route::kCompletion, R"({"prompt": "Hi"})", j));
+  EXPECT_EQ(j.max_tokens, 5) << "no max_tokens: the server's limit";
+  ASSERT_FALSE(job(Route::kCompletion, R"({"prompt": "Hi", "max_tokens": 3})", j));
+  EXPECT_EQ(j.max_tokens, 3);
+  auto error = job(Route::kCompletion, R"({"prompt": "Hi", "max_tokens": 6})", j);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->param, "max_tokens");
 }
 
 TEST_F(MakeJobTest, FieldsTheBackendCannotHonourAreRefused) {

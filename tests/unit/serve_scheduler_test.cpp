@@ -168,6 +168,17 @@ TEST_F(SchedulerTest, SequencesEndAtMaxTokensEosOrAStopStringWithTheirUsage) {
   EXPECT_EQ(backend.drops().size(), 3u) << "every finished sequence frees its slot";
 }
 
+TEST_F(SchedulerTest, IgnoreEosRunsToMaxTokens) {
+  ScriptedBackend backend(1, {words_[0], eos_, words_[1]});
+  Scheduler scheduler(backend, *text_, {eos_}, SchedulerOptions{1, 8}, metrics_);
+  GenerationJob j = job(4);
+  j.ignore_eos = true;
+  Outcome outcome = collect(*submit(scheduler, std::move(j)));
+  EXPECT_EQ(outcome.finish_reason, "length");
+  EXPECT_EQ(outcome.usage.completion_tokens, 4);
+  EXPECT_EQ(outcome.text, text_->decode(std::vector<int32_t>{words_[0], eos_, words_[1], words_[1]}, true)) << "the text goes on past it";
+}
+
 TEST_F(SchedulerTest, AdmissionWaitsForAFreeSlotAtAStepBoundary) {
   ScriptedBackend backend(2, words_);
   Scheduler scheduler(backend, *text_, {eos_}, SchedulerOptions{2, 8}, metrics_);
