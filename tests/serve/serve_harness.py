@@ -99,6 +99,15 @@ class Server:
             time.sleep(0.02)
         raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
+    def wait_idle(self, timeout=60):
+        """Until nothing runs or waits. A request whose client left is dropped at the scheduler's next
+        step boundary, and a queued one may be admitted at a boundary before its connection noticed:
+        on a loaded machine a step takes seconds, so this waits for steps, not for a fixed time."""
+        def idle():
+            m = self.metrics()
+            return m["agentcompile_serve_requests_running"] == 0 and m["agentcompile_serve_requests_waiting"] == 0
+        self.wait_until(idle, timeout, f"an idle server; log:\n{self.log()[-3000:]}")
+
     def stop(self, timeout=60):
         """SIGTERM, then the exit code."""
         if self.process.poll() is None:
