@@ -16,6 +16,7 @@ void add_bench_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_run_function_command(CLI::App& app);
 void add_capture_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 // Prints "agentcompile: <message>" to stderr and throws CLI::RuntimeError(1).
 [[noreturn]] void fail(const std::string& message);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   agentcompile::tools::add_tokenize_command(app);
   agentcompile::tools::add_run_function_command(app);
   agentcompile::tools::add_capture_command(app);
+  agentcompile::tools::add_serve_command(app);
   // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
     std::string valid;

@@ -455,6 +455,16 @@ Status Interpreter::set_state(const std::string& name, const std::vector<float>&
   return Status::ok();
 }
 
+Status Interpreter::swap_state(const std::string& name, std::vector<float>& values) {
+  AC_ASSIGN_OR_RETURN(Tensor tensor, impl_->state(name));
+  if (values.size() != tensor.f32->size())
+    return error(ErrorCode::kInvalidArgument, "swap_state " + name + ": got " + std::to_string(values.size()) +
+                                                  " values, the state holds " + std::to_string(tensor.f32->size()) +
+                                                  " " + shape_text(tensor.shape));
+  tensor.f32->swap(values);  // the state's storage object stays; only its buffer changes hands
+  return Status::ok();
+}
+
 void Interpreter::reset() {
   for (auto& [name, tensor] : impl_->states) std::fill(tensor.f32->begin(), tensor.f32->end(), 0.0f);
 }

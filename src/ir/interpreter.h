@@ -100,6 +100,10 @@ class Interpreter {
   // Overwrites a state's contents; `values` must hold exactly max_context * KV * D floats. Lets a
   // caller start a function from chosen cache contents (kernel validation does).
   Status set_state(const std::string& name, const std::vector<float>& values);
+  // Exchanges a state's contents with `values` (exactly max_context * KV * D floats) without copying
+  // them: one interpreter then runs several sequences in turn, each with a cache of its own swapped
+  // in for its calls (agentcompile serve --cpu), for the price of a pointer swap per state.
+  Status swap_state(const std::string& name, std::vector<float>& values);
 
  private:
   struct Impl;
