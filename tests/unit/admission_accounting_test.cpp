@@ -2,7 +2,7 @@
 // stage is which; the progress estimate of the time left follows the pace of measured candidates.
 #include <gtest/gtest.h>
 
-#include "driver/admit_regions.h"
+#include "driver/admission_session.h"
 #include "tune/admission_times.h"
 
 namespace agentcompile {
