@@ -41,7 +41,7 @@ struct CompileOptions {
   std::string device_profile;         // "" : probe the GPU, else a named profile (h100, h200, a100)
   bool no_gpu = false;                // compile only: no admission or timing even if a GPU is present
   int max_candidates = 8;             // per region
-  bool dump_ir = false;               // write the IR and region listings after each phase
+  bool dump_ir = false;               // write the IR as captured and a listing after each stage into OUT/ir
   bool force = false;                 // recompile even when an up-to-date artifact exists
   int seeds = 3;                      // validation seeds (x 2 input distributions)
   int repetitions = 30;               // timed repetitions per candidate and bucket

@@ -10,7 +10,7 @@
 // NVRTC version and the options (advisor settings included, keys never); an up-to-date artifact in
 // the output directory or the cache is reused (a warm compile) once every file of it is checked.
 // The output directory is checked before any work (emit/output_dir.h) and written once, atomically.
-// With --dump-ir the regions of each function are also listed into the artifact's ir/ folder.
+// With --dump-ir each stage's result is also listed into the artifact's ir/ folder.
 #include <chrono>
 #include <cmath>
 
@@ -68,16 +68,23 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   }
 
   IrListings listings(options.dump_ir);
+  listings.captured(model);
   const Analysis analysis = analyze_regions(model, options, say);
   listings.analyzed(analysis);
   const Plan plan = plan_candidates(model, analysis, target, options, say);
+  listings.planned(plan);
   Advice advice = advise_order(plan, *advisor, options, say);
+  listings.advised(plan, advice);
   AC_ASSIGN_OR_RETURN(const Generated generated, generate_kernels(plan, identity.runtime_kernels, target, cache_dir, say));
   diagnose_failures(plan, generated, *advisor, advice);
+  listings.generated(plan, generated);
   AC_ASSIGN_OR_RETURN(Admitted admitted,
                       admit_regions(model, plan, advice, generated, target, identity, options, cache_dir, say, admission_progress));
+  listings.admitted(plan, admitted);
   Selected selected = select_kernels(plan, generated, admitted, target);
+  listings.selected(plan, selected);
   const ChainPicks picks = tune_layer_chain(model, plan, admitted, std::move(selected), options, say);
+  listings.chain(plan, picks);
 
   CompileRecords records;
   records.tuning = finish_admission(admitted, options, say);

@@ -167,13 +167,18 @@ ChainPicks tune_layer_chain(const CapturedModel& model, const Plan& plan, Admitt
                             const CompileOptions& options, const ProgressFn& say) {
   const auto start = std::chrono::steady_clock::now();
   ChainPicks out;
-  if (admitted.session && options.context_tuning) {
+  if (!admitted.session) {
+    out.not_run = "no GPU";
+  } else if (!options.context_tuning) {
+    out.not_run = "--no-context-tuning";
+  } else {
     AdmissionSession& session = *admitted.session;
     tune::AdmissionTimes chain_times;
     session.open_chains();
     out.record = tune_layers(model.module.module, plan, admitted, session, selected, chain_times, say);
     session.close_chains(chain_times);
     admitted.times += chain_times;
+    if (out.record.is_null()) out.not_run = "no decode layer of two or more regions";
   }
   out.selected = std::move(selected);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -155,6 +155,7 @@ Selected select_kernels(const Plan& plan, const Generated& generated, const Admi
 struct ChainPicks {
   Selected selected;      // the picks, some replaced by the chain's
   nlohmann::json record;  // per decode bucket: what was timed and changed (metadata.json "context_tuning"); null: not run
+  std::string not_run;    // why nothing was timed ("" when the chain ran)
   double seconds = 0;
 };
 ChainPicks tune_layer_chain(const CapturedModel& model, const Plan& plan, Admitted& admitted, Selected selected,
@@ -190,11 +191,19 @@ Expected<CompileSummary> emit_artifact(const emit::Artifact& artifact, const Ana
                                        const std::filesystem::path& cache_dir, const ProgressFn& say);
 
 // --- --dump-ir (dump_ir.cpp) ---
-// The listings written into the artifact's ir/ folder beside module.ir. Empty unless options.dump_ir.
+// The listings written into the artifact's ir/ folder after each stage (plain text, deterministic:
+// only the admission listing holds measured values). Empty unless options.dump_ir.
 class IrListings {
  public:
   explicit IrListings(bool enabled) : enabled_(enabled) {}
-  void analyzed(const Analysis& analysis);  // <function>.regions.txt
+  void captured(const CapturedModel& model);                      // captured.ir, when recognition changed the module
+  void analyzed(const Analysis& analysis);                        // <function>.regions.txt
+  void planned(const Plan& plan);                                 // <function>.candidates.txt
+  void advised(const Plan& plan, const Advice& advice);           // <function>.advised.txt
+  void generated(const Plan& plan, const Generated& generated);   // <function>.generated.txt
+  void admitted(const Plan& plan, const Admitted& admitted);      // <function>.admitted.txt
+  void selected(const Plan& plan, const Selected& selected);      // <function>.selected.txt
+  void chain(const Plan& plan, const ChainPicks& picks);          // <function>.context-tuned.txt
   std::map<std::string, std::string> take() { return std::move(files_); }
 
  private:
