@@ -46,7 +46,7 @@ struct CompileOptions {
   int seeds = 3;                      // validation seeds (x 2 input distributions)
   int repetitions = 30;               // timed repetitions per candidate and bucket
   bool verbose = false;               // a progress line per advisor exchange, with its reply
-  bool context_tuning = true;         // re-pick the decode layer's kernels timed as a chain of the layer (driver/context_tune.cpp)
+  bool context_tuning = true;         // re-pick the decode layer's kernels timed as a chain of the layer (pipeline/context_tune.cpp)
   // A candidate whose fastest screening sample is this fraction slower than the best median so far
   // at a size stops timing there (tune::kEarlyStopMargin); 0: every validated candidate is timed in full.
   double early_stop_margin = 0.25;

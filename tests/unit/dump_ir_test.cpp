@@ -1,4 +1,4 @@
-// `compile --dump-ir` writes a listing after every stage into the artifact's ir/ folder (src/driver/
+// `compile --dump-ir` writes a listing after every stage into the artifact's ir/ folder (src/pipeline/
 // dump_ir.cpp), each one a file the artifact lists, the same text when compiled again; the captured
 // module goes beside module.ir only when recognition changed it.
 #include <gtest/gtest.h>

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -46,4 +46,4 @@ Analysis analyze_regions(const CapturedModel& model, const CompileOptions& optio
   return out;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -5,12 +5,12 @@
 #include "advisor/advisor.h"
 #include "codegen/embedded_kernels.h"
 #include "codegen/nvrtc_compiler.h"
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 #include "emit/artifact_key.h"
 #include "support/sha256.h"
 #include "support/utf8.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -87,4 +87,4 @@ ArtifactIdentity identify_artifact(const CapturedModel& model, const Target& tar
   return identity;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -28,7 +28,7 @@
 #include "tune/sequence_timing.h"
 #include "tune/tuning_db.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 struct Plan;
 struct Generated;
@@ -102,4 +102,4 @@ class AdmissionSession {
   std::unique_ptr<tune::AdmissionWorker> worker_;
 };
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

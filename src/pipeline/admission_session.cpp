@@ -1,14 +1,14 @@
 // The worker, the tuning database and the chain timings of a compile's admission (see
 // admission_session.h).
-#include "driver/admission_session.h"
+#include "pipeline/admission_session.h"
 
 #include <chrono>
 
 #include "analysis/extract.h"
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 #include "support/sha256.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -125,4 +125,4 @@ void AdmissionSession::close_chains(tune::AdmissionTimes& times) {
   chains_.reset();
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

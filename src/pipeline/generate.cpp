@@ -7,9 +7,9 @@
 #include <cstdio>
 
 #include "codegen/render.h"
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -63,4 +63,4 @@ Expected<Generated> generate_kernels(const Plan& plan, const std::vector<emit::R
   return out;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -15,7 +15,7 @@
 #include <cmath>
 
 #include "agentcompile/compiler.h"
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 #include "emit/output_dir.h"
 
 namespace agentcompile {
@@ -42,7 +42,7 @@ Status check_search_options(const CompileOptions& options) {
 
 Expected<CompileSummary> compile_model(const CompileOptions& options, const ProgressFn& progress,
                                        const AdmissionProgressFn& admission_progress) {
-  using namespace driver;
+  using namespace pipeline;
   const auto start = std::chrono::steady_clock::now();
   const ProgressFn say = [&](const std::string& line) {
     if (progress) progress(line);

@@ -34,7 +34,7 @@
 #include "tune/search.h"
 #include "tune/selection.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 // --- capture (capture.cpp) ---
 // The model opened (shapes only, no weights) and its IR module, raised by recognition for a capture.
@@ -211,4 +211,4 @@ class IrListings {
   std::map<std::string, std::string> files_;
 };
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -14,12 +14,12 @@
 #include "analysis/summary.h"
 #include "advisor/order_listing.h"
 #include "codegen/compile_listing.h"
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 #include "ir/text.h"
 #include "plan/candidate_listing.h"
 #include "tune/admission_listing.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -91,4 +91,4 @@ void IrListings::chain(const Plan& plan, const ChainPicks& picks) {
                [&](size_t r) { return tune::describe_selections(plan.regions[r].plan, picks.selected.regions[r]); });
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

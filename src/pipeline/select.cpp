@@ -5,9 +5,9 @@
 // recorded now, before the chain timing may change a pick: it judges the search, not the chain.
 #include <algorithm>
 
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 Selected select_kernels(const Plan& plan, const Generated& generated, const Admitted& admitted, const Target& target) {
   Selected out;
@@ -28,4 +28,4 @@ Selected select_kernels(const Plan& plan, const Generated& generated, const Admi
   return out;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -15,10 +15,10 @@
 #include <chrono>
 #include <cstdio>
 
-#include "driver/admission_session.h"
-#include "driver/stages.h"
+#include "pipeline/admission_session.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -222,4 +222,4 @@ tune::AblationRecord ablate_orderings(const Plan& plan, const Admitted& admitted
   return tune::record_ablation(orders, admitted.measurements, options.search, identity.options["advisor"], target.gpu);
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

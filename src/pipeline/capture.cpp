@@ -2,9 +2,9 @@
 // and its IR module as the compiler and the runtime both take it (emit/model_module.h): a builder's
 // graph, or a captured graph raised to semantic ops by recognition, with a progress line per
 // recognition rule that fired.
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 Expected<CapturedModel> capture_model(const CompileOptions& options, const ProgressFn& say) {
   CapturedModel model;
@@ -14,4 +14,4 @@ Expected<CapturedModel> capture_model(const CompileOptions& options, const Progr
   return model;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -12,11 +12,11 @@
 #include <cstdio>
 #include <map>
 
-#include "driver/admission_session.h"
-#include "driver/stages.h"
+#include "pipeline/admission_session.h"
+#include "pipeline/stages.h"
 #include "tune/layer_chain.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -185,4 +185,4 @@ ChainPicks tune_layer_chain(const CapturedModel& model, const Plan& plan, Admitt
   return out;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

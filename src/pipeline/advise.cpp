@@ -6,9 +6,9 @@
 // After generate, candidates NVRTC could not compile may be diagnosed: recorded, never compiled.
 #include "advisor/validate.h"
 #include "codegen/render.h"
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 Advice advise_order(const Plan& plan, advisor::Advisor& advisor, const CompileOptions& options, const ProgressFn& say) {
   Advice out;
@@ -47,4 +47,4 @@ void diagnose_failures(const Plan& plan, const Generated& generated, advisor::Ad
   }
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

@@ -2,10 +2,10 @@
 // profile of its generation), or a named profile (compile only: nothing is validated or timed), or,
 // without a GPU or with --no-gpu, the h200 profile with a line saying that candidates will be
 // compiled but not validated or measured.
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 #include "gpu/device_probe.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 Expected<Target> choose_target(const CompileOptions& options, const ProgressFn& say) {
   Target target;
@@ -38,4 +38,4 @@ Expected<Target> choose_target(const CompileOptions& options, const ProgressFn& 
   return target;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

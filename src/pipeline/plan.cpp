@@ -3,9 +3,9 @@
 // timed at (plan/sizes.h). Regions no family matched keep an empty space, with the reason said.
 #include <chrono>
 
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 Plan plan_candidates(const CapturedModel& model, const Analysis& analysis, const Target& target, const CompileOptions& options,
                      const ProgressFn& say) {
@@ -39,4 +39,4 @@ Plan plan_candidates(const CapturedModel& model, const Analysis& analysis, const
   return out;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline

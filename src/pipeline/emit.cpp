@@ -6,10 +6,10 @@
 #include <chrono>
 #include <cstdio>
 
-#include "driver/stages.h"
+#include "pipeline/stages.h"
 #include "emit/artifact_cache.h"
 
-namespace agentcompile::driver {
+namespace agentcompile::pipeline {
 
 namespace {
 
@@ -134,4 +134,4 @@ Expected<CompileSummary> emit_artifact(const emit::Artifact& artifact, const Ana
   return summary;
 }
 
-}  // namespace agentcompile::driver
+}  // namespace agentcompile::pipeline
