@@ -1,13 +1,14 @@
-// Search budget, selection outcomes and the advisor ablation (see search.h).
-#include "driver/search.h"
+// The advisor ablation on one exhaustive measurement (see ablation.h).
+#include "tune/ablation.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
 
-namespace agentcompile::search {
+#include "tune/search.h"
+
+namespace agentcompile::tune {
 
 using json = nlohmann::json;
 
@@ -26,106 +27,21 @@ std::string pad(std::string text, size_t width) {
 
 std::string budget_name(int budget) { return budget <= 0 ? "all" : std::to_string(budget); }
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
-std::vector<int> budget_prefix(const std::vector<int>& order, const std::vector<bool>& validated, int budget) {
-  const size_t first = budget <= 0 ? order.size() : std::min(order.size(), static_cast<size_t>(budget));
-  std::vector<int> measured(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(first));
-  auto any_valid = [&] {
-    return std::any_of(measured.begin(), measured.end(), [&](int i) { return validated[static_cast<size_t>(i)]; });
-  };
-  for (size_t next = first; next < order.size() && !any_valid(); ++next) measured.push_back(order[next]);
-  return measured;
-}
-
-Status admit_with_budget(emit::CompiledRegion& region, const AdmitFn& admit) {
-  auto& s = region.search;
-  const auto& candidates = region.plan.candidates;
-  const size_t n = candidates.size();
-  if (s.order.size() != n) {
-    s.order.resize(n);
-    std::iota(s.order.begin(), s.order.end(), 0);
-    s.order_source = "heuristic";
-  }
-  region.results.assign(n, {});
-  for (size_t i = 0; i < n; ++i) {
-    region.results[i].id = candidates[i].id;
-    region.results[i].name = candidates[i].name();
-    region.results[i].compiled = i < region.compiled.size() && region.compiled[i].ok;
-  }
-  s.measured.assign(n, false);
-  bool any_valid = false;
-  auto run = [&](const std::vector<int>& batch) -> Status {
-    AC_ASSIGN_OR_RETURN(auto results, admit(batch));
-    if (results.size() != batch.size()) return error(ErrorCode::kInternal, region.id + ": admission returned a result per candidate it was not given");
-    for (size_t k = 0; k < batch.size(); ++k) {
-      any_valid |= results[k].validated;
-      region.results[static_cast<size_t>(batch[k])] = std::move(results[k]);
-      s.measured[static_cast<size_t>(batch[k])] = true;
-    }
-    return Status::ok();
-  };
-  const size_t first = s.budget <= 0 ? n : std::min(n, static_cast<size_t>(s.budget));
-  AC_TRY(run(std::vector<int>(s.order.begin(), s.order.begin() + static_cast<std::ptrdiff_t>(first))));
-  size_t next = first;
-  for (; next < n && !any_valid; ++next) AC_TRY(run({s.order[next]}));
-  s.spent = static_cast<int>(next);
-  s.exhaustive = next == n;
-  if (next > first)
-    s.note = "none of the first " + std::to_string(first) + " validated: continued to " + std::to_string(next) +
-             (any_valid ? " (" + candidates[static_cast<size_t>(s.order[next - 1])].id + " validated)" : " (none validated)");
-  return Status::ok();
-}
-
-void record_outcomes(emit::CompiledRegion& region, bool per_bucket) {
-  auto& s = region.search;
-  s.buckets.clear();
-  for (size_t b = 0; b < region.selections.size(); ++b) {
-    emit::SearchRecord::BucketOutcome outcome;
-    const auto& selection = region.selections[b];
-    outcome.bucket = selection.bucket;
-    const auto it = std::find(s.order.begin(), s.order.end(), selection.candidate);
-    if (selection.candidate >= 0 && it != s.order.end()) outcome.rank = static_cast<int>(it - s.order.begin()) + 1;
-    const size_t t = per_bucket ? b : 0;
-    if (s.exhaustive && selection.measured && selection.candidate >= 0) {
-      double best = std::numeric_limits<double>::infinity();
-      for (const auto& r : region.results)
-        if (r.validated && r.timings.size() > t) best = std::min(best, r.timings[t].median_us);
-      const auto& chosen = region.results[static_cast<size_t>(selection.candidate)];
-      if (chosen.timings.size() > t && best > 0 && std::isfinite(best)) outcome.regret = chosen.timings[t].median_us / best - 1;
-    }
-    s.buckets.push_back(outcome);
-  }
-}
-
-std::vector<int> random_order(size_t n, uint64_t seed, const std::string& region_id) {
-  uint64_t state = seed;
-  for (unsigned char c : region_id) state = (state ^ c) * 0x100000001b3ull;  // FNV-1a over the id
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[static_cast<size_t>(splitmix64(state) % i)]);
-  return order;
-}
-
-RegionMeasurement measurement_of(const emit::CompiledRegion& region, const std::vector<emit::Bucket>& buckets, bool per_bucket) {
+RegionMeasurement measurement_of(const std::string& region, int sites, const std::vector<plan::Candidate>& candidates,
+                                 const std::vector<CandidateResult>& results, const std::vector<plan::Bucket>& buckets, bool per_bucket) {
   RegionMeasurement m;
-  m.region = region.id;
-  m.sites = static_cast<int>(region.plan.sites.size());
-  const size_t n = region.plan.candidates.size();
-  for (const auto& c : region.plan.candidates) m.ids.push_back(c.id);
+  m.region = region;
+  m.sites = sites;
+  const size_t n = candidates.size();
+  for (const auto& c : candidates) m.ids.push_back(c.id);
   for (const auto& b : buckets) m.buckets.push_back(b.name);
   const size_t timings_needed = per_bucket ? buckets.size() : 1;
   m.validated.assign(n, false);
   m.latency_us.assign(buckets.size(), std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()));
-  for (size_t i = 0; i < n && i < region.results.size(); ++i) {
-    const auto& r = region.results[i];
+  for (size_t i = 0; i < n && i < results.size(); ++i) {
+    const auto& r = results[i];
     if (!r.validated || r.timings.size() < timings_needed) continue;
     m.validated[i] = true;
     for (size_t b = 0; b < buckets.size(); ++b) m.latency_us[b][i] = r.timings[per_bucket ? b : 0].median_us;
@@ -247,38 +163,40 @@ json ablation_json(const Ablation& a) {
 }
 
 // The orderings the ablation compares, per region.
-std::map<std::string, std::vector<int>> orderings_of(const emit::CompiledRegion& region, uint64_t seed) {
-  std::vector<int> heuristic(region.plan.candidates.size());
+std::map<std::string, std::vector<int>> orderings_of(const std::string& region, size_t candidates, const std::vector<int>& advised,
+                                                     uint64_t seed) {
+  std::vector<int> heuristic(candidates);
   std::iota(heuristic.begin(), heuristic.end(), 0);
-  return {{"heuristic", heuristic}, {"advisor", region.search.order},
-          {"random", random_order(region.plan.candidates.size(), seed, region.id)}};
+  return {{"heuristic", heuristic}, {"advisor", advised}, {"random", random_order(candidates, seed, region)}};
 }
 
 // The ablation from the exhaustive measurement (or, without a GPU, a record that there is none).
-void record_ablation(emit::Artifact& artifact, const std::vector<RegionMeasurement>& measurements,
-                     const SearchOptions& options, bool gpu) {
+AblationRecord record_ablation(const std::vector<RegionOrders>& regions, const std::vector<RegionMeasurement>& measurements,
+                               const SearchOptions& options, const json& advisor, bool gpu) {
+  AblationRecord record;
   json orders = json::object();
-  for (const auto& region : artifact.regions) {
+  for (const auto& region : regions) {
     json named = json::object();
-    for (const auto& [name, order] : orderings_of(region, options.ablate_seed)) {
+    for (const auto& [name, order] : region.orders) {
       named[name] = json::array();
-      for (int i : order) named[name].push_back(region.plan.candidates[static_cast<size_t>(i)].id);
+      for (int i : order) named[name].push_back(region.ids[static_cast<size_t>(i)]);
     }
-    orders[region.id] = named;
+    orders[region.region] = named;
   }
   if (!gpu) {
-    artifact.ablation_table = "Advisor ablation: not measured (no GPU): the orderings are recorded in ablation.json, but no ordering can be evaluated.\n";
-    artifact.ablation = {{"format", "agentcompile-ablation/1"}, {"measured", false}, {"note", "no GPU: nothing was measured"}};
+    record.table = "Advisor ablation: not measured (no GPU): the orderings are recorded in ablation.json, but no ordering can be evaluated.\n";
+    record.json = {{"format", "agentcompile-ablation/1"}, {"measured", false}, {"note", "no GPU: nothing was measured"}};
   } else {
     const Ablation ablation = ablate(measurements, {"heuristic", "advisor", "random", "exhaustive"}, options.ablate_budgets);
-    artifact.ablation_table = ablation_text(ablation);
-    if (artifact.options["advisor"] == "none") artifact.ablation_table += "(no advisor: the advisor ordering is the heuristic order)\n";
-    artifact.ablation = ablation_json(ablation);
+    record.table = ablation_text(ablation);
+    if (advisor == "none") record.table += "(no advisor: the advisor ordering is the heuristic order)\n";
+    record.json = ablation_json(ablation);
   }
-  artifact.ablation["orders"] = orders;
-  artifact.ablation["seed"] = options.ablate_seed;
-  artifact.ablation["advisor"] = artifact.options["advisor"];
-  artifact.ablation["table"] = artifact.ablation_table;
+  record.json["orders"] = orders;
+  record.json["seed"] = options.ablate_seed;
+  record.json["advisor"] = advisor;
+  record.json["table"] = record.table;
+  return record;
 }
 
-}  // namespace agentcompile::search
+}  // namespace agentcompile::tune
