@@ -331,4 +331,16 @@ std::string rows_expression(int64_t rows_per_token, int64_t rows_fixed) {
   return ll(rows_per_token) + " * a.T + " + ll(rows_fixed);
 }
 
+const char* row_reduction_enum(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kReduceMax: return "ac::kRowMax";
+    case ir::OpKind::kReduceMin: return "ac::kRowMin";
+    case ir::OpKind::kReduceMean: return "ac::kRowMean";
+    case ir::OpKind::kReduceProd: return "ac::kRowProd";
+    case ir::OpKind::kArgmax: return "ac::kRowArgmax";
+    case ir::OpKind::kArgmin: return "ac::kRowArgmin";
+    default: return "ac::kRowSum";
+  }
+}
+
 }  // namespace agentcompile::codegen
