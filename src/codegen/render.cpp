@@ -31,6 +31,12 @@ std::string slot_expression(const std::string& slot) {
   return "a." + slot.substr(0, digit) + "[" + slot.substr(digit) + "]";
 }
 
+std::string template_args(const std::vector<TemplateArg>& args) {
+  std::string text;
+  for (const TemplateArg& arg : args) text += (text.empty() ? "/*" : ", /*") + arg.name + "=*/" + arg.value;
+  return text;
+}
+
 std::string slot_pointer(const std::string& slot, const std::string& type, bool is_const) {
   const std::string expr = slot_expression(slot);
   if (expr.empty()) return "nullptr";

@@ -3,7 +3,10 @@
 // nothing from outside the candidate space (least of all advisor text) reaches the source.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agentcompile/status.h"
 #include "plan/candidate.h"
@@ -25,6 +28,18 @@ std::string float_literal(float value);
 
 // "in3" -> "a.in[3]": how a wrapper reads an interface slot of ac::RegionArgs `a` ("workspace": a.workspace).
 std::string slot_expression(const std::string& slot);
+
+// One template argument, named after the template's own parameter (src/kernels): {"THREADS", 256}.
+struct TemplateArg {
+  TemplateArg(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+  TemplateArg(std::string n, const char* v) : name(std::move(n)), value(v) {}
+  TemplateArg(std::string n, int64_t v) : name(std::move(n)), value(std::to_string(v)) {}
+  std::string name, value;
+};
+// The arguments of a template call in generated code, each named so the source reads without
+// counting positions: "/*T=*/__half, /*THREADS=*/256". Every renderer writes its template arguments
+// through this (the comments are the only thing they add to the code).
+std::string template_args(const std::vector<TemplateArg>& args);
 
 // "static_cast<const T*>(a.in[3])" for an interface slot, or "nullptr" for none ("").
 std::string slot_pointer(const std::string& slot, const std::string& type, bool is_const);

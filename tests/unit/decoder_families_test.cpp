@@ -159,7 +159,7 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
     EXPECT_EQ(reference->name().find("_win512") != std::string::npos, layer == 0) << reference->name();
     auto source = codegen::render_source(*c);
     ASSERT_TRUE(source.has_value()) << source.status().to_string();
-    EXPECT_NE(source->find("ac::AttentionDecodeParams<__nv_bfloat16, float> p;"), std::string::npos);
+    EXPECT_NE(source->find("ac::AttentionDecodeParams</*T=*/__nv_bfloat16, /*W=*/float> p;"), std::string::npos);
     EXPECT_EQ(source->find("p.window = 512;") != std::string::npos, layer == 0);
   }
   // Every norm before a linear is its prologue, with f32 weights; the gate is GELU(tanh), also where
@@ -189,8 +189,8 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
       ASSERT_NE(library, nullptr);
       auto source = codegen::render_source(*library);
       ASSERT_TRUE(source.has_value());
-      EXPECT_NE(source->find("ac::kEpilogueGateUp, ac::kActGeluTanh>(p)"), std::string::npos) << *source;
-      EXPECT_NE(source->find("ac::ResidualNormParams<__nv_bfloat16, float> p;"), std::string::npos) << *source;
+      EXPECT_NE(source->find("/*KIND=*/ac::kEpilogueGateUp, /*ACT=*/ac::kActGeluTanh>(p)"), std::string::npos) << *source;
+      EXPECT_NE(source->find("ac::ResidualNormParams</*T=*/__nv_bfloat16, /*W=*/float> p;"), std::string::npos) << *source;
     }
   }
   EXPECT_EQ(norm_prologues, 4) << "input norms (QKV, layer 0 alone) and pre-feedforward norms (gate/up) of the layers";
@@ -353,7 +353,7 @@ TEST(DecoderFamilies, OlmoNormsOverTheWholeProjection) {
     auto source = codegen::render_source(*c);
     ASSERT_TRUE(source.has_value()) << source.status().to_string();
     if (std::string(family) == "attention_decode")
-      EXPECT_NE(source->find(", true, true>(p);"), std::string::npos) << "the prologue with WHOLE_NORM:\n" << *source;
+      EXPECT_NE(source->find("/*PROLOGUE=*/true, /*WHOLE_NORM=*/true>(p);"), std::string::npos) << "the prologue with WHOLE_NORM:\n" << *source;
     else
       EXPECT_NE(source->find("norm_width = 2048;"), std::string::npos) << "the rope_kv prologue launch:\n" << *source;
   }

@@ -359,7 +359,7 @@ TEST(FallbackCoverage, F32RopeKvCandidatesCompile) {
             ASSERT_EQ(c->launches.size(), 2u) << c->name();
             auto source = codegen::render_source(*c);
             ASSERT_TRUE(source.has_value()) << source.status().to_string();
-            EXPECT_NE(source->find("ac::rope_kv<float"), std::string::npos) << *source;
+            EXPECT_NE(source->find("ac::rope_kv</*T=*/float"), std::string::npos) << *source;
             jobs.push_back({c->name(), *source});
           }
           continue;

@@ -88,7 +88,7 @@ std::string render_copy(const plan::CopyConfig& config, const std::vector<plan::
     src << ";\n  }\n};\n\n"
         << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const ac::RegionArgs a) {\n"
         << "  Program prog;\n" << binding << "  prog.src = prog.src0;\n"
-        << "  ac::copy_tiled<" << T << ">(prog);\n}\n";
+        << "  ac::copy_tiled<" << template_args({{"T", T}}) << ">(prog);\n}\n";
     return src.str();
   }
   const int64_t vec = config.schedule.vec;
@@ -97,16 +97,16 @@ std::string render_copy(const plan::CopyConfig& config, const std::vector<plan::
     const plan::CopyPiece& piece = m.pieces[i];
     if (pieces > 1) src << "    " << (i ? "else " : "") << "if (c" << m.axis << " < " << ll(piece.hi) << ")\n  ";
     if (piece.fill) {
-      src << "    for (int e = 0; e < " << vec << "; ++e) out[o + e] = ac::Storage<" << T << ">::put(" << fill_literal(*piece.fill, m.dtype)
+      src << "    for (int e = 0; e < " << vec << "; ++e) out[o + e] = ac::Storage<" << template_args({{"T", T}}) << ">::put(" << fill_literal(*piece.fill, m.dtype)
           << ");  // a constant operand\n";
       continue;
     }
-    src << "    ac::copy_vec<" << T << ", " << vec << ">(out + o, src" << i << " + (" << offset(m, i, -1, -1) << "));\n";
+    src << "    ac::copy_vec<" << template_args({{"T", T}, {"VEC", vec}}) << ">(out + o, src" << i << " + (" << offset(m, i, -1, -1) << "));\n";
   }
   src << "  }\n};\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(" << config.schedule.threads << ") " << name << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n" << binding
-      << "  ac::copy_elements<" << vec << ", " << config.schedule.threads << ">(prog, "
+      << "  ac::copy_elements<" << template_args({{"VEC", vec}, {"THREADS", config.schedule.threads}}) << ">(prog, "
       << rows_expression(launches.front().grid_x.per_token, launches.front().grid_x.fixed) << ");\n}\n";
   return src.str();
 }

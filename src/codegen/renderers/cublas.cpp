@@ -22,9 +22,10 @@ void render_norm_prologue(const plan::CublasMatch& c, const plan::Launch& launch
   const std::string offset = std::to_string(plan::cublas_normalized_row_offset(m));
   const std::string rows = c.tokens_static ? std::to_string(c.tokens_static) : "a.T";
   const std::string W = m.norm_f32 ? "float" : T;  // f32 norm weights
+  const std::string params_args = m.norm_f32 ? template_args({{"T", T}, {"W", "float"}}) : template_args({{"T", T}});
   if (const auto& post = m.residual_norm) {  // the residual-norm prologue (gemv.cuh): one block per row, as many as rows
     src << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
-        << "  ac::ResidualNormParams<" << T << (m.norm_f32 ? ", float" : "") << "> p;\n"
+        << "  ac::ResidualNormParams<" << params_args << "> p;\n"
         << "  p.x = " << slot_pointer(m.x, T, true) << ";\n"
         << "  p.skip = " << slot_pointer(post->skip, T, true) << ";\n"
         << "  p.post_w = " << slot_pointer(post->post_w, W, true) << ";\n"
@@ -34,17 +35,17 @@ void render_norm_prologue(const plan::CublasMatch& c, const plan::Launch& launch
         << "  p.post_eps = " << float_literal(post->eps) << ";\n"
         << "  p.norm_eps = " << float_literal(m.norm->eps) << ";\n"
         << "  p.K = " << m.K << ";\n"
-        << "  ac::residual_norm_rows<" << T << ", " << W << ", " << launch.block_x << ", " << m.K << ">(p);\n}\n";
+        << "  ac::residual_norm_rows<" << template_args({{"T", T}, {"W", W}, {"THREADS", launch.block_x}, {"KMAX", m.K}}) << ">(p);\n}\n";
     return;
   }
   src << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
-      << "  ac::RmsNormParams<" << T << (m.norm_f32 ? ", float" : "") << "> p;\n"
+      << "  ac::RmsNormParams<" << params_args << "> p;\n"
       << "  p.x = " << slot_pointer(m.x, T, true) << ";\n"
       << "  p.w = " << slot_pointer(m.norm->w, W, true) << ";\n"
       << "  p.y = reinterpret_cast<" << T << "*>(static_cast<char*>(a.workspace) + static_cast<long long>(a.T) * " << offset << ");\n"
       << "  p.rows = " << rows << ";\n"
       << "  p.eps = " << float_literal(m.norm->eps) << ";\n"
-      << "  ac::rmsnorm<" << T << ", " << m.K << ", " << launch.block_x << ", 8, 1>(p);\n}\n";
+      << "  ac::rmsnorm<" << template_args({{"T", T}, {"H", m.K}, {"TPR", launch.block_x}, {"VEC", "8"}, {"ROWS", "1"}}) << ">(p);\n}\n";
 }
 
 void render_epilogue(const plan::CublasMatch& c, const std::string& name, std::ostringstream& src) {
@@ -53,7 +54,7 @@ void render_epilogue(const plan::CublasMatch& c, const std::string& name, std::o
   const bool gate_up = m.epilogue == plan::MatmulEpilogue::kGateUp;
   const char* kind = gate_up ? "ac::kEpilogueGateUp" : m.epilogue == plan::MatmulEpilogue::kResidual ? "ac::kEpilogueResidual" : "ac::kEpilogueBias";
   src << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const ac::RegionArgs a) {\n"
-      << "  ac::EpilogueParams<" << T << ", " << O << "> p;\n";
+      << "  ac::EpilogueParams<" << template_args({{"T", T}, {"OutT", O}}) << "> p;\n";
   for (size_t s = 0; s < 3; ++s) {
     const std::string i = std::to_string(s);
     const plan::MatmulSegment segment = s < m.segments.size() ? m.segments[s] : plan::MatmulSegment{};
@@ -62,13 +63,14 @@ void render_epilogue(const plan::CublasMatch& c, const std::string& name, std::o
         << "  p.rows[" << i << "] = " << (gate_up ? (s == 0 ? std::to_string(m.N) : "0") : std::to_string(segment.rows)) << ";\n";
   }
   const int64_t n = m.N;
+  std::vector<TemplateArg> args = {{"T", T}, {"OutT", O}, {"KIND", kind}};
+  if (m.gate_act != plan::GateActivation::kSilu) args.push_back({"ACT", plan::matmul_gate_activation_code(m.gate_act)});
   src << "  p.residual = " << slot_pointer(m.residual, T, true) << ";\n"
       << "  p.gate = " << (gate_up ? "static_cast<const float*>(a.workspace)" : "nullptr") << ";\n"
       << "  p.up = " << (gate_up ? "static_cast<const float*>(a.workspace) + static_cast<long long>(a.T) * " + std::to_string(n) : "nullptr")
       << ";\n"
       << "  p.elements = static_cast<long long>(" << (c.tokens_static ? std::to_string(c.tokens_static) : "a.T") << ") * " << n << ";\n"
-      << "  ac::epilogue<" << T << ", " << O << ", " << kind
-      << (m.gate_act != plan::GateActivation::kSilu ? ", " + plan::matmul_gate_activation_code(m.gate_act) : "") << ">(p);\n}\n";
+      << "  ac::epilogue<" << template_args(args) << ">(p);\n}\n";
 }
 
 // A general epilogue: the row program over the GEMM's fp32 product (the workspace), one elementwise pass.
@@ -79,7 +81,7 @@ void render_program_epilogue(const plan::GeneralMatmul& g, const plan::Launch& l
       << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::elementwise<" << p.cols << ", " << vec << ", " << launch.block_x << ", 1>(prog, "
+      << "  ac::elementwise<" << template_args({{"COLS", p.cols}, {"VEC", vec}, {"THREADS", launch.block_x}, {"UNROLL", "1"}}) << ">(prog, "
       << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
 }
 

@@ -22,7 +22,7 @@ std::string render_elementwise(const plan::ElementwiseConfig& config, const std:
       << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::elementwise<" << p.cols << ", " << s.vec << ", " << s.threads << ", " << s.unroll << ">(prog, "
+      << "  ac::elementwise<" << template_args({{"COLS", p.cols}, {"VEC", s.vec}, {"THREADS", s.threads}, {"UNROLL", s.unroll}}) << ">(prog, "
       << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
   return src.str();
 }

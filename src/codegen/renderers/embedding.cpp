@@ -21,13 +21,13 @@ std::string render_embedding(const plan::EmbeddingConfig& config, const std::vec
       << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(" << s.tpr * s.rows << ") " << name
       << "(const ac::RegionArgs a) {\n"
-      << "  ac::EmbeddingParams<" << T << "> p;\n"
+      << "  ac::EmbeddingParams<" << template_args({{"T", T}}) << "> p;\n"
       << "  p.table = " << slot_pointer(m.table, T, true) << ";  // [" << V << ", " << H << "]\n"
       << "  p.ids = " << slot_pointer(m.ids, "int", true) << ";  // [rows]\n"
       << "  p.out = " << slot_pointer(m.out, T, false) << ";  // [rows, " << H << "]\n"
       << "  p.rows = " << rows_expression(m.rows_per_token, m.rows_fixed) << ";\n"
       << "  p.vocab = " << V << ";\n"
-      << "  ac::embedding<" << T << ", " << H << ", " << s.tpr << ", " << s.vec << ", " << s.rows << ">(p);\n}\n";
+      << "  ac::embedding<" << template_args({{"T", T}, {"H", H}, {"TPR", s.tpr}, {"VEC", s.vec}, {"ROWS", s.rows}}) << ">(p);\n}\n";
   return src.str();
 }
 

@@ -35,7 +35,7 @@ std::string render_gather(const plan::GatherConfig& config, const std::vector<pl
         << "  __device__ __forceinline__ void copy(long long o) const {\n" << axis_coordinates
         << "    const int id = idx[j];\n"
         << "    if (id < 0 || id >= " << xdim << ") return;  // no row to write\n"
-        << "    ac::copy_vec<" << T << ", " << vec << ">(state + (k * " << ll(xdim) << " + id) * " << ll(inner) << " + i, src + o);\n  }\n";
+        << "    ac::copy_vec<" << template_args({{"T", T}, {"VEC", vec}}) << ">(state + (k * " << ll(xdim) << " + id) * " << ll(inner) << " + i, src + o);\n  }\n";
     binding += "  prog.src = " + slot_pointer(m.data, T, true) + ";\n  prog.state = " + slot_pointer(m.dest, T, false) + ";\n";
   } else {
     src << "  const " << T << "* x;  // " << m.data << "\n  " << T << "* out;  // " << m.dest << "\n"
@@ -49,12 +49,12 @@ std::string render_gather(const plan::GatherConfig& config, const std::vector<pl
         src << "    }\n";
       }
       src << "    const int id = idx[o];\n"
-          << "    if (id < 0 || id >= " << xdim << ") { ac::poison_vec<" << T << ", 1>(out + o); return; }\n"
+          << "    if (id < 0 || id >= " << xdim << ") { ac::poison_vec<" << template_args({{"T", T}, {"VEC", "1"}}) << ">(out + o); return; }\n"
           << "    out[o] = x[from + static_cast<long long>(id) * " << ll(m.x_strides[static_cast<size_t>(axis)]) << "];\n  }\n";
     } else {
       src << axis_coordinates << "    const int id = idx[j];\n"
-          << "    if (id < 0 || id >= " << xdim << ") { ac::poison_vec<" << T << ", " << vec << ">(out + o); return; }\n"
-          << "    ac::copy_vec<" << T << ", " << vec << ">(out + o, x + (k * " << ll(xdim) << " + id) * " << ll(inner) << " + i);\n  }\n";
+          << "    if (id < 0 || id >= " << xdim << ") { ac::poison_vec<" << template_args({{"T", T}, {"VEC", vec}}) << ">(out + o); return; }\n"
+          << "    ac::copy_vec<" << template_args({{"T", T}, {"VEC", vec}}) << ">(out + o, x + (k * " << ll(xdim) << " + id) * " << ll(inner) << " + i);\n  }\n";
     }
     binding += "  prog.x = " + slot_pointer(m.data, T, true) + ";\n  prog.out = " + slot_pointer(m.dest, T, false) + ";\n";
   }
@@ -62,7 +62,7 @@ std::string render_gather(const plan::GatherConfig& config, const std::vector<pl
   src << "};\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(" << config.schedule.threads << ") " << name << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n" << binding
-      << "  ac::copy_elements<" << vec << ", " << config.schedule.threads << ">(prog, " << rows_expression(grid.per_token, grid.fixed)
+      << "  ac::copy_elements<" << template_args({{"VEC", vec}, {"THREADS", config.schedule.threads}}) << ">(prog, " << rows_expression(grid.per_token, grid.fixed)
       << ");\n}\n";
   return src.str();
 }

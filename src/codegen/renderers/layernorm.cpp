@@ -21,7 +21,7 @@ std::string render_layernorm(const plan::LayerNormConfig& config, const std::vec
       << "#include \"common.cuh\"\n#include \"layernorm.cuh\"\n\n"
       << render_row_program(p, static_cast<int>(s.vec)) << "\n";
   if (s.split) {
-    const std::string args = std::to_string(p.cols) + ", " + std::to_string(s.tpr) + ", " + std::to_string(s.vec) + ", " + std::to_string(s.split);
+    const std::string args = template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"SPLIT", s.split}});
     for (int l = 0; l < 2; ++l)
       src << "extern \"C\" __global__ void __launch_bounds__(" << s.tpr << ") " << launches[static_cast<size_t>(l)].kernel
           << "(const ac::RegionArgs a) {\n  Program prog;\n"
@@ -35,8 +35,9 @@ std::string render_layernorm(const plan::LayerNormConfig& config, const std::vec
       << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::layernorm_rows<" << p.cols << ", " << s.tpr << ", " << s.vec << ", " << s.rows << ", "
-      << (config.schedule.cache ? "true" : "false") << ">(prog, " << rows << ", " << eps << ");\n}\n";
+      << "  ac::layernorm_rows<"
+      << template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"ROWS", s.rows}, {"CACHE", config.schedule.cache ? "true" : "false"}})
+      << ">(prog, " << rows << ", " << eps << ");\n}\n";
   return src.str();
 }
 

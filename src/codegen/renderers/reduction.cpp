@@ -25,12 +25,12 @@ std::string render_reduction(const plan::ReductionConfig& config, const std::vec
     src << "extern \"C\" __global__ void __launch_bounds__(" << s.tpr << ") " << launches[0].kernel
         << "(const ac::RegionArgs a) {\n  Program prog;\n"
         << render_program_binding(p, "prog")
-        << "  ac::reduce_rows_partial<" << p.cols << ", " << s.tpr << ", " << s.vec << ", " << split << ", "
-        << op << ">(prog, " << rows << ", static_cast<float2*>(a.workspace));  // [rows, " << split << "]\n}\n\n"
+        << "  ac::reduce_rows_partial<" << template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"SPLIT", s.split}, {"OP", op}})
+        << ">(prog, " << rows << ", static_cast<float2*>(a.workspace));  // [rows, " << split << "]\n}\n\n"
         << "extern \"C\" __global__ void __launch_bounds__(32) " << launches[1].kernel << "(const ac::RegionArgs a) {\n"
         << "  Program prog;\n"
         << render_program_binding(p, "prog")
-        << "  ac::reduce_rows_combine<" << p.cols << ", " << split << ", " << op << ">(prog, " << rows
+        << "  ac::reduce_rows_combine<" << template_args({{"H", p.cols}, {"SPLIT", s.split}, {"OP", op}}) << ">(prog, " << rows
         << ", static_cast<const float2*>(a.workspace));\n}\n";
     return src.str();
   }
@@ -38,8 +38,7 @@ std::string render_reduction(const plan::ReductionConfig& config, const std::vec
       << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::reduce_rows<" << p.cols << ", " << s.tpr << ", " << s.vec << ", " << s.rows
-      << ", " << op << ">(prog, " << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
+      << "  ac::reduce_rows<" << template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"ROWS", s.rows}, {"OP", op}}) << ">(prog, " << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
   return src.str();
 }
 

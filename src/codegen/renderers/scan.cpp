@@ -23,8 +23,7 @@ std::string render_scan(const plan::ScanConfig& config, const std::vector<plan::
       << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::scan_rows<" << p.cols << ", " << s.tpr << ", " << s.vec << ", " << s.rows << ", " << op
-      << ">(prog, " << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
+      << "  ac::scan_rows<" << template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"ROWS", s.rows}, {"OP", op}}) << ">(prog, " << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
   return src.str();
 }
 

@@ -20,7 +20,7 @@ std::string render_softmax(const plan::SoftmaxConfig& config, const std::vector<
       << "#include \"common.cuh\"\n#include \"softmax.cuh\"\n\n"
       << render_row_program(p, static_cast<int>(s.vec)) << "\n";
   if (s.split) {
-    const std::string args = std::to_string(p.cols) + ", " + std::to_string(s.tpr) + ", " + std::to_string(s.vec) + ", " + std::to_string(s.split);
+    const std::string args = template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"SPLIT", s.split}});
     for (int l = 0; l < 2; ++l)
       src << "extern \"C\" __global__ void __launch_bounds__(" << s.tpr << ") " << launches[static_cast<size_t>(l)].kernel
           << "(const ac::RegionArgs a) {\n  Program prog;\n"
@@ -34,8 +34,9 @@ std::string render_softmax(const plan::SoftmaxConfig& config, const std::vector<
       << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::softmax_rows<" << p.cols << ", " << s.tpr << ", " << s.vec << ", " << s.rows << ", "
-      << (config.schedule.cache ? "true" : "false") << ">(prog, " << rows_expression(p.rows_per_token(), p.rows_fixed())
+      << "  ac::softmax_rows<"
+      << template_args({{"H", p.cols}, {"TPR", s.tpr}, {"VEC", s.vec}, {"ROWS", s.rows}, {"CACHE", config.schedule.cache ? "true" : "false"}})
+      << ">(prog, " << rows_expression(p.rows_per_token(), p.rows_fixed())
       << ");\n}\n";
   return src.str();
 }
