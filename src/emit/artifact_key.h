@@ -19,6 +19,7 @@ struct ArtifactKeyParts {
   nlohmann::json options;           // the options that change what a compile produces
   bool gpu = false;                 // validated and measured, or compiled only
   std::string kernel_headers_hash;  // the kernel templates compiled from
+  std::string compiler_sources_hash;  // the planner, renderers, tuner... the compiler was built from
   std::string run_sizes;            // a captured module's functions' sizes: "forward:T=4096;"
   std::vector<std::string> runtime_kernels;  // the runtime's own kernels the artifact must hold
 };

@@ -1,5 +1,5 @@
 // The artifact's identity, fixed before any analysis: its key (emit/artifact_key.h) from the IR, the
-// target, the toolkit, the kernel templates and the result-shaping options, and the records that go
+// target, the toolkit, the kernel templates, the compiler's own sources and the result-shaping options, and the records that go
 // into metadata.json beside it ("model", "options"). A warm compile reuses the artifact of this key.
 #include "agentcompile/compiler.h"
 #include "advisor/advisor.h"
@@ -11,6 +11,9 @@
 #include "support/utf8.h"
 
 namespace agentcompile::pipeline {
+
+// cmake/compiler_sources_hash.cmake: the sources a compile's result depends on, hashed at build time.
+const char* compiler_sources_hash();
 
 namespace {
 
@@ -81,6 +84,7 @@ ArtifactIdentity identify_artifact(const CapturedModel& model, const Target& tar
   parts.options = identity.options;
   parts.gpu = target.gpu;
   parts.kernel_headers_hash = kernels_hash;
+  parts.compiler_sources_hash = compiler_sources_hash();
   parts.run_sizes = run_sizes(model.source);
   for (const auto& k : identity.runtime_kernels) parts.runtime_kernels.push_back(k.kernel);
   identity.key = emit::artifact_key(parts);

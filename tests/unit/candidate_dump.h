@@ -30,6 +30,7 @@
 #include "frontend/model_source.h"
 #include "ir/text.h"
 #include "plan/planner.h"
+#include "plan/sizes.h"
 #include "primitive_modules.h"
 #include "support/sha256.h"
 
@@ -88,11 +89,7 @@ inline void dump_module(const ir::Module& module, const std::function<int64_t(co
                                                                                      .residual_norm_prologue = fused,
                                                                                      .matmul_fusion = fused,
                                                                                      .attention_prologue = fused});
-    const int64_t tokens = run_tokens(function.name);
-    const ir::SymbolBindings bindings = function.name == "decode"    ? ir::SymbolBindings{1, 2048}
-                                        : function.name == "prefill" ? ir::SymbolBindings{512, 512}
-                                                                     : ir::SymbolBindings{tokens, 1};
-    auto unique = analysis::unique_regions(module, function, partition, bindings);
+    auto unique = analysis::unique_regions(module, function, partition, plan::summary_bindings(function.name, run_tokens(function.name)));
     plan::PlannerOptions options;
     options.max_candidates = setting.max_candidates;
     options.library_matmuls = setting.library_matmuls;
