@@ -82,6 +82,8 @@ CudaContext::~CudaContext() {
 
 Status CudaContext::synchronize() { return cuda_status(api().StreamSynchronize(stream_), "cuStreamSynchronize"); }
 
+Status CudaContext::make_current() const { return cuda_status(api().CtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
 Expected<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
   DeviceBuffer buffer;
   if (bytes == 0) return buffer;

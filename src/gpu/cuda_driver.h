@@ -40,6 +40,9 @@ class CudaContext {
   const DeviceInfo& info() const { return info_; }
   CUstream stream() const { return stream_; }
   Status synchronize();
+  // Makes this context the calling thread's current one. A CUDA context is current per thread: a caller on
+  // a thread other than the one that created it (the server's worker) calls this before any driver call.
+  Status make_current() const;
 
  private:
   CudaContext() = default;

@@ -20,8 +20,14 @@ namespace agentcompile {
 
 using runtime::DeviceSampler;
 
+// Every entry point makes the engine's context current first, and so does the destructor before the
+// buffers, modules and graphs are freed: a CUDA context is current per thread, and the engine may be
+// called and destroyed on a thread other than the one that loaded it (the server's worker).
 class Engine::Impl {
  public:
+  ~Impl() {
+    if (context_) (void)context_->make_current();
+  }
   Status load(const EngineOptions& options, const ProgressFn& progress);
   Expected<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token);
   Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
@@ -207,6 +213,7 @@ Status Engine::Impl::run_prefill(std::span<const int32_t> prompt) {
 }
 
 Expected<GenerateResult> Engine::Impl::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
+  AC_TRY(context_->make_current());
   if (prompt.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
   AC_TRY(check_ids(prompt, "prompt"));
   const int64_t n = static_cast<int64_t>(prompt.size());
@@ -239,6 +246,7 @@ Expected<GenerateResult> Engine::Impl::generate(std::span<const int32_t> prompt,
 }
 
 Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill) {
+  AC_TRY(context_->make_current());
   const int64_t n = static_cast<int64_t>(ids.size());
   AC_TRY(check_ids(ids, "input"));
   if (n < 1 || prefill < 1 || prefill > n)
