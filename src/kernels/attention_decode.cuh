@@ -239,6 +239,14 @@ __device__ __forceinline__ void attention_whole_norms(const T* q, int q_width, c
   k_inv = k_width > 0 ? rsqrtf(sk / static_cast<float>(k_width) + eps) : 0.f;
 }
 
+// Shared memory of the split kernel by the planner's rule (plan/families/attention_decode.cpp,
+// cluster_shared_bytes): the warps' partials and, with a cluster, every block's, with their max and sum.
+// Past the 48 KB a block has without opting in, the accumulators move to dynamic shared memory.
+template <int D, int GROUP, int THREADS, int SPLITS, bool CLUSTER>
+constexpr bool attention_decode_dynamic_shared() {
+  return CLUSTER && (THREADS / 32 + SPLITS) * GROUP * (D + 2) * 4 > 48 * 1024;
+}
+
 template <typename T, int D, int KV, int GROUP, int THREADS, int UNROLL, bool PREFETCH, int CHUNK, int SPLITS,
           bool CLUSTER = false, bool PROLOGUE = false, bool WHOLE_NORM = false, typename W = T>
 __device__ __forceinline__ void attention_decode_split(const AttentionDecodeParams<T, W>& p) {
@@ -248,7 +256,23 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   constexpr int kWarps = THREADS / 32;
   static_assert(32 % kLanes == 0 && THREADS % 32 == 0 && D % 16 == 0, "key rows must tile a warp");
   __shared__ float sm_ml[kWarps][GROUP][2];
-  __shared__ __align__(16) float sm_acc[kWarps][GROUP][D];
+  // The warps' partial accumulators, and with a cluster block 0's copy of every block's: in static
+  // shared memory while they fit its 48 KB, else in dynamic shared memory (the launch opts in and
+  // passes attention_decode_dynamic_shared_bytes; the planner sizes it with the same rule). Large
+  // heads need it: 4 query heads of 256 dims per kv head (Gemma-3) fit a cluster only at 128 threads.
+  constexpr bool kDynamicShared = attention_decode_dynamic_shared<D, GROUP, THREADS, SPLITS, CLUSTER>();
+  float (*sm_acc)[GROUP][D];
+  float (*cluster_acc)[GROUP][D];
+  if constexpr (kDynamicShared) {
+    extern __shared__ __align__(16) float attention_decode_shared[];
+    sm_acc = reinterpret_cast<float (*)[GROUP][D]>(attention_decode_shared);
+    cluster_acc = reinterpret_cast<float (*)[GROUP][D]>(attention_decode_shared + kWarps * GROUP * D);
+  } else {
+    __shared__ __align__(16) float sm_acc_static[kWarps][GROUP][D];
+    __shared__ __align__(16) float cluster_acc_static[CLUSTER ? SPLITS : 1][GROUP][D];
+    sm_acc = sm_acc_static;
+    cluster_acc = cluster_acc_static;
+  }
 
   const int kv_head = blockIdx.y, split = blockIdx.x;
   const int pos = *p.pos;  // written by the previous step: safe to read before the wait
@@ -490,7 +514,6 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
   __syncthreads();
   // With a cluster, block 0 gathers every block's partial: [SPLITS][GROUP] (max, sum), [SPLITS][GROUP][D].
   __shared__ float cluster_ml[CLUSTER ? SPLITS : 1][GROUP][2];
-  __shared__ __align__(16) float cluster_acc[CLUSTER ? SPLITS : 1][GROUP][D];
   const unsigned rank = CLUSTER ? cluster_block_rank() : 0u;
   if (CLUSTER) cluster_wait_acquire();  // every block of the cluster has started (the early arrival)
   for (int idx = threadIdx.x; idx < GROUP * D; idx += THREADS) {

@@ -73,6 +73,14 @@ int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return t
 int64_t cluster_shared_bytes(int64_t group, int64_t D, int64_t threads, int64_t splits) {
   return split_shared_bytes(group, D, threads) + splits * group * (D + 2) * 4;
 }
+// Past the 48 KB of static shared memory a block has without opting in, the cluster form keeps its
+// accumulators in dynamic shared memory (attention_decode_dynamic_shared in the kernel, the same rule):
+// the bytes its launch asks for, or 0.
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+int64_t cluster_dynamic_shared_bytes(int64_t group, int64_t D, int64_t threads, int64_t splits) {
+  if (cluster_shared_bytes(group, D, threads, splits) <= kStaticSharedBytes) return 0;
+  return (threads / 32 + splits) * group * D * 4;
+}
 
 struct Schedule {
   int64_t threads, unroll, chunk, splits;
@@ -224,11 +232,15 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
   std::vector<Choice> param_space(const AttentionDecodeMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
     const int64_t group = m.group(), D = m.D;
-    auto fits = [&](int64_t threads, int64_t unroll, bool prefetch = false) {
+    // The split and single forms keep their partials in static shared memory (48 KB at most); the
+    // cluster form moves them to dynamic shared memory past that and checks its own total.
+    auto fits_registers = [&](int64_t threads, int64_t unroll, bool prefetch) {
       const int64_t registers = estimated_registers(m, unroll, prefetch);
-      return threads <= device.max_threads_per_block && split_shared_bytes(group, D, threads) <= 48 * 1024 &&
-             registers <= std::min<int64_t>(device.max_registers_per_thread, 200) &&
+      return threads <= device.max_threads_per_block && registers <= std::min<int64_t>(device.max_registers_per_thread, 200) &&
              registers * threads <= device.registers_per_sm;
+    };
+    auto fits = [&](int64_t threads, int64_t unroll, bool prefetch = false) {
+      return split_shared_bytes(group, D, threads) <= kStaticSharedBytes && fits_registers(threads, unroll, prefetch);
     };
     // Lengths the heuristic looks at, near where the decode buckets time the region (256, 2k, 8k
     // and 32k keys). The score weighs the last three; the first only earns the schedule it likes
@@ -280,10 +292,10 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
       for (int threads : {128, 256, 512}) {
         for (int unroll : {1, 2, 4}) {
           for (int prefetch : {0, 1}) {
-            if (!unroll_considered(group, unroll) || !fits(threads, unroll, prefetch)) continue;
+            if (!unroll_considered(group, unroll) || !fits_registers(threads, unroll, prefetch)) continue;
             if (prefetch && unroll == 4) continue;
             for (int64_t splits : {int64_t{4}, kPortableClusterBlocks, kLargestClusterBlocks}) {
-              if (cluster_shared_bytes(group, D, threads, splits) > 48 * 1024) continue;
+              if (cluster_shared_bytes(group, D, threads, splits) > device.shared_per_block_optin) continue;
               Choice c{AttentionDecodeConfig(m, AttentionDecodeSchedule{threads, unroll, prefetch != 0, 16, splits, true, false})};
               std::ostringstream note;
               note << "split-KV in one launch (cluster of " << splits << " per kv head), " << 2 * unroll * (prefetch ? 2 : 1)
@@ -340,6 +352,8 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
     main.grid_x = Extent{0, config.schedule.splits, 1};
     main.grid_y = Extent{0, m.KV, 1};
     main.block_x = static_cast<int>(config.schedule.threads);
+    if (config.schedule.cluster)
+      main.shared_bytes = cluster_dynamic_shared_bytes(m.group(), m.D, config.schedule.threads, config.schedule.splits);
     if (!config.partials()) return {main};
     Launch combine;
     combine.kernel = main.kernel + "_combine";
