@@ -1,8 +1,8 @@
 // Context-tune: after admission, the decode layer's kernels chosen in their chain (tune/layer_chain.h,
 // tune/sequence_timing.h), through the admission's worker and tuning database.
 //
-// The unit is the decode function's layer: the regions with the most sites (one per layer), in site
-// order. For each decode bucket, each such region offers its alternatives (validated generated
+// The unit is the decode function's layer (tune::layer_unit: every region between two sites of the
+// region with the most sites, in site order). For each decode bucket, each of its regions offers its alternatives (validated generated
 // candidates close to its best time alone); the descent starts from the picks made alone and
 // replaces a pick only where the whole layer gets faster. What was timed and changed is recorded
 // (metadata.json "context_tuning", report.md). A failure leaves the picks made alone and is
@@ -26,49 +26,26 @@ std::string us_text(double us) {
   return text;
 }
 
-// The plan's regions that make up one layer of `f`: those with the most sites (more than one), in
-// the order of their first site; `layers` is set to that count of sites.
-std::vector<size_t> layer_regions(const Plan& plan, const emit::CompiledFunction& f, size_t& layers) {
-  std::map<size_t, size_t> sites;       // plan region -> sites
-  std::map<size_t, size_t> first_site;  // plan region -> first site
-  for (size_t site = 0; site < f.unique_of_region.size(); ++site) {
-    const int r = f.unique_of_region[site];
-    if (r < 0) continue;
-    ++sites[static_cast<size_t>(r)];
-    first_site.emplace(static_cast<size_t>(r), site);
-  }
-  size_t most = 0;
-  for (const auto& [r, n] : sites) most = std::max(most, n);
-  layers = most;
-  std::vector<size_t> layer;
-  if (most < 2) return layer;
-  for (const auto& [r, n] : sites)
-    if (n == most && !plan.regions[r].plan.candidates.empty()) layer.push_back(r);
-  std::sort(layer.begin(), layer.end(), [&](size_t a, size_t b) { return first_site.at(a) < first_site.at(b); });
-  return layer;
-}
-
 // The layer's chain timed per decode bucket; the picks it changes replace those in `selected`.
 nlohmann::json tune_layers(const ir::Module& module, const Plan& plan, const Admitted& admitted, AdmissionSession& session,
                            Selected& selected, tune::AdmissionTimes& chain_times, const ProgressFn& say) {
   const auto f = std::find_if(plan.functions.begin(), plan.functions.end(), [](const emit::CompiledFunction& fn) { return fn.name == "decode"; });
   const ir::Function* function = module.find_function("decode");
   if (f == plan.functions.end() || !function) return nullptr;
-  size_t layers = 0;
-  const std::vector<size_t> layer = layer_regions(plan, *f, layers);
+  const tune::LayerUnit unit = tune::layer_unit(f->unique_of_region, [&](size_t r) { return !plan.regions[r].plan.candidates.empty(); });
+  const std::vector<size_t>& layer = unit.regions;
   if (layer.size() < 2) return nullptr;
   // As many copies of the layer per graph as the model has layers, so the chain is timed as the
   // decode step runs it: one graph launch per step, not one per eight layers.
   tune::SequenceOptions options;
-  options.repeats = static_cast<int>(layers);
+  options.repeats = static_cast<int>(unit.layers);
 
-  // The layer's sites in the first two layers: a step's inputs are linked to what the steps before
-  // it in the second layer wrote, or to what the first layer's steps wrote (the residual stream).
+  // A step's inputs are linked to what the steps before it in the layer wrote, or to what the layer
+  // before wrote (the residual stream).
   std::vector<const analysis::Region*> first_layer, second_layer;
-  for (size_t r : layer) {
-    const auto& sites = plan.regions[r].plan.sites;
-    first_layer.push_back(&f->partition.regions[static_cast<size_t>(sites[0])]);
-    second_layer.push_back(&f->partition.regions[static_cast<size_t>(sites[1])]);
+  for (size_t k = 0; k < layer.size(); ++k) {
+    first_layer.push_back(&f->partition.regions[static_cast<size_t>(unit.previous_sites[k])]);
+    second_layer.push_back(&f->partition.regions[static_cast<size_t>(unit.sites[k])]);
   }
   // One token's activations: their views do not depend on the cache length, so one set of links
   // serves every bucket.

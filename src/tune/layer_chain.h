@@ -7,6 +7,8 @@
 // it in the layer wrote, or to what the layer before wrote (the residual stream).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "analysis/regions.h"
@@ -24,6 +26,25 @@ namespace agentcompile::tune {
 constexpr double kAlternativeSlack = 0.15;
 // Alternatives per region: the chain's search times every pair of neighbours' combinations.
 constexpr size_t kMaxAlternatives = 4;
+
+// One decode layer as the chain times it: its plan regions in site order, with their sites in the layer
+// timed and in the layer before it (whose outputs the residual links read).
+struct LayerUnit {
+  std::vector<size_t> regions;
+  std::vector<int> sites, previous_sites;
+  size_t layers = 0;  // copies of the unit in a decode step: the most sites any region has
+};
+
+// The layer of a function whose sites (partitioned regions, in execution order) are instances of the
+// plan regions `region_of_site` names (-1: none). The layer count is the site count most regions share
+// (one site per layer); the layer is what lies between the second and third sites of the anchor, the
+// earliest region with that count: the second layer's span, since the first may differ (a first layer
+// with no residual to add before its norm). Every region with a site in that span and `usable` belongs
+// to it, also one with fewer sites: Gemma-3 alternates sliding-window and global attention (two
+// regions, 22 and 4 sites) and its first layer's QKV projection is a region of its own (the others'
+// has 25 sites). A region twice in the span (an unfused norm), or fewer than three layers, keeps the
+// narrower rule: the regions with the most sites, once each.
+LayerUnit layer_unit(const std::vector<int>& region_of_site, const std::function<bool(size_t)>& usable);
 
 // Whether a candidate makes a library call (cuBLAS) rather than only generated launches.
 bool has_library_launch(const plan::Candidate& candidate);
