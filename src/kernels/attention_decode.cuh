@@ -243,7 +243,7 @@ __device__ __forceinline__ void attention_whole_norms(const T* q, int q_width, c
 // cluster_shared_bytes): the warps' partials and, with a cluster, every block's, with their max and sum.
 // Past the 48 KB a block has without opting in, the accumulators move to dynamic shared memory.
 template <int D, int GROUP, int THREADS, int SPLITS, bool CLUSTER>
-constexpr bool attention_decode_dynamic_shared() {
+__host__ __device__ constexpr bool attention_decode_dynamic_shared() {
   return CLUSTER && (THREADS / 32 + SPLITS) * GROUP * (D + 2) * 4 > 48 * 1024;
 }
 
