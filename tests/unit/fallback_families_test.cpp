@@ -289,19 +289,21 @@ TEST(AttentionReference, CompilesWithNvrtcForEveryHeadDimAndDtype) {
   for (const auto& result : *results) EXPECT_TRUE(result.ok) << result.kernel << ":\n" << result.log;
 }
 
-// The cluster form of decode attention gathers every block's partial in block 0's static shared
-// memory, beside the per-warp partials: for wide GQA groups and large heads the space must drop the
-// clusters that would not fit in 48 KB (a Qwen3-8B-like 32 x 8 heads of 128 has some), keep the ones
-// that do, and those must compile. (The planner's throw when one schedule was the best estimate at two
-// context lengths is covered by AttentionReference.CompilesWithNvrtcForEveryHeadDimAndDtype, whose
-// head dims hit it.)
-TEST(AttentionDecodeFamily, ClusterPartialsFitStaticSharedMemory) {
+// The cluster form of decode attention gathers every block's partial in block 0's shared memory, beside
+// the per-warp partials: in static shared memory while both fit its 48 KB, else in dynamic shared memory
+// that the launch asks for (the kernel's attention_decode_dynamic_shared, the same rule). Wide GQA groups
+// and large heads (a Qwen3-8B-like 32 x 8 heads of 128; Gemma-3's 4 x 1 of 256) get clusters past 48 KB
+// with exactly the accumulators' bytes in the launch, within what a block may opt into; the others ask
+// for none; all compile. (The planner's throw when one schedule was the best estimate at two context
+// lengths is covered by AttentionReference.CompilesWithNvrtcForEveryHeadDimAndDtype, whose head dims hit it.)
+TEST(AttentionDecodeFamily, ClusterPartialsPastStaticSharedMemoryAskForDynamic) {
   auto include = codegen::cuda_include_dir();
   std::vector<codegen::CompileJob> jobs;
   struct Shape {
     int64_t NH, KV, D;
   };
-  for (const Shape shape : {Shape{32, 8, 128}, Shape{64, 8, 128}, Shape{32, 8, 64}, Shape{16, 16, 128}}) {
+  int past_static = 0;
+  for (const Shape shape : {Shape{32, 8, 128}, Shape{64, 8, 128}, Shape{32, 8, 64}, Shape{16, 16, 128}, Shape{4, 1, 256}}) {
     const std::string where = "NH=" + std::to_string(shape.NH) + " KV=" + std::to_string(shape.KV) + " D=" + std::to_string(shape.D);
     const ir::Module module = attention_module(ir::DType::kBF16, shape.NH, shape.KV, shape.D);
     const auto plans = plan_function(module, "decode", "h200", nullptr, 64);  // the whole space, not the kept 8
@@ -309,16 +311,24 @@ TEST(AttentionDecodeFamily, ClusterPartialsFitStaticSharedMemory) {
     ASSERT_NE(plan, nullptr) << where;
     const int64_t group = shape.NH / shape.KV;
     for (const plan::Candidate* c : of_family(*plan, "attention_decode")) {
-      if (c->params.at("cluster") == 0) continue;
+      if (c->params.at("cluster") == 0) {
+        for (const plan::Launch& launch : c->launches) EXPECT_EQ(launch.shared_bytes, 0) << where << ": " << c->name();
+        continue;
+      }
       const int64_t row = group * (shape.D + 2) * 4;  // one partial: GROUP x (D accumulators + max + sum) floats
-      const int64_t static_bytes = (c->params.at("threads") / 32 + c->params.at("splits")) * row;
-      EXPECT_LE(static_bytes, 48 * 1024) << where << ": " << c->name();
+      const int64_t blocks_partials = c->params.at("threads") / 32 + c->params.at("splits");
+      const int64_t dynamic = blocks_partials * row > 48 * 1024 ? blocks_partials * group * shape.D * 4 : 0;
+      ASSERT_EQ(c->launches.size(), 1u) << where << ": " << c->name();
+      EXPECT_EQ(c->launches[0].shared_bytes, dynamic) << where << ": " << c->name();
+      EXPECT_LE(blocks_partials * row, 232448) << where << ": " << c->name();  // an H200 block's opt-in
+      past_static += dynamic > 0;
       auto source = codegen::render_source(*c);
       ASSERT_TRUE(source.has_value()) << source.status().to_string();
       jobs.push_back({c->name(), *source});
     }
   }
   ASSERT_FALSE(jobs.empty()) << "no cluster candidate kept for any shape";
+  EXPECT_GT(past_static, 0) << "no cluster candidate past 48 KB: the dynamic path is not exercised";
   if (!include) GTEST_SKIP() << include.status().to_string();
   auto results = codegen::compile_all(jobs, nvrtc_options("sm_90a"));
   ASSERT_TRUE(results.has_value()) << results.status().to_string();
