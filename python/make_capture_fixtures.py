@@ -7,9 +7,10 @@ Causal LMs (prefill + decode):
   tiny-gemma3, tiny-phi3,    from tests/fixtures/configs/, seeded random weights in the config's dtype
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
-  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm -- KernelBench-style problems
-  at small sizes; each directory keeps its problem file (<name>.py).
-Run from anywhere: python3 python/make_capture_fixtures.py (paths in the manifests are repository-relative).
+  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul -- KernelBench-style
+  problems at small sizes; each directory keeps its problem file (<name>.py).
+Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
+repository-relative); with names, only those directories are written again and the others are kept.
 """
 import argparse
 import os
@@ -114,6 +115,16 @@ class Model(nn.Module):
 def get_inputs(): return [torch.randn(4, 8, 64)]
 def get_init_inputs(): return [64]
 """,
+    # KernelBench level 1, 14: torch.triu's mask is arange(N)[None, :] - arange(N)[:, None] >= 0, an
+    # index-dependent epilogue of the matmul.
+    "triu_matmul": """
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.triu(torch.matmul(A, B))
+
+def get_inputs(): return [torch.triu(torch.rand(32, 32)), torch.triu(torch.rand(32, 32))]
+def get_init_inputs(): return []
+""",
 }
 
 
@@ -128,14 +139,25 @@ def capture(*args: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
-    shutil.rmtree(ROOT / OUT, ignore_errors=True)
-    for name in CHECKPOINTS:
+    parser.add_argument("names", nargs="*", help="fixtures to write again (default: all, after removing the folder)")
+    names = set(parser.parse_args().names)
+    unknown = names - set(CHECKPOINTS) - set(RANDOM_CONFIGS) - set(PROBLEMS)
+    if unknown:
+        sys.exit(f"unknown fixtures: {', '.join(sorted(unknown))}")
+    wanted = lambda name: not names or name in names
+    if names:
+        for name in names:
+            shutil.rmtree(ROOT / OUT / name, ignore_errors=True)
+    else:
+        shutil.rmtree(ROOT / OUT, ignore_errors=True)
+    for name in filter(wanted, CHECKPOINTS):
         capture("hf", str(pathlib.Path("tests/fixtures/models") / name), "--link-weights", "-o", str(OUT / name))
-    for name in RANDOM_CONFIGS:
+    for name in filter(wanted, RANDOM_CONFIGS):
         capture("hf", "--config", str(pathlib.Path("tests/fixtures/configs") / f"{name}.json"), "--random-weights",
                 "--seed", "0", "-o", str(OUT / name))
     for name, body in PROBLEMS.items():
+        if not wanted(name):
+            continue
         problem = OUT / name / f"{name}.py"
         (ROOT / problem).parent.mkdir(parents=True)
         (ROOT / problem).write_text(PROBLEM_HEADER + body.lstrip("\n"))
