@@ -125,7 +125,24 @@ class Model(nn.Module):
 def get_inputs(): return [torch.triu(torch.rand(32, 32)), torch.triu(torch.rand(32, 32))]
 def get_init_inputs(): return []
 """,
+    # KernelBench level 2, 41 in f16: BatchNorm in training mode reads the linear's f16 result and its
+    # f32 copy, so the matmul region has two outputs.
+    "gemm_batchnorm_f16": """
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.batch_norm = nn.BatchNorm1d(out_features)
+
+    def forward(self, x):
+        return torch.relu(F.gelu(self.batch_norm(self.gemm(x))))
+
+def get_inputs(): return [torch.randn(64, 32)]
+def get_init_inputs(): return [32, 48]
+""",
 }
+# Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).
+PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"]}
 
 
 def capture(*args: str) -> None:
@@ -161,7 +178,7 @@ def main() -> None:
         problem = OUT / name / f"{name}.py"
         (ROOT / problem).parent.mkdir(parents=True)
         (ROOT / problem).write_text(PROBLEM_HEADER + body.lstrip("\n"))
-        capture("module", str(problem), "--seed", "0", "-o", str(OUT / name))
+        capture("module", str(problem), "--seed", "0", *PROBLEM_ARGS.get(name, []), "-o", str(OUT / name))
 
 
 if __name__ == "__main__":

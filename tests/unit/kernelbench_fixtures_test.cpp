@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kFixtures[] = {"triu_matmul"};
+const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
@@ -42,6 +42,23 @@ TEST_P(KernelBenchFixture, TheReferenceMatchesPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Captured, KernelBenchFixture, ::testing::ValuesIn(kFixtures));
+
+// Gemm + BatchNorm in f16 (KernelBench L2 41): the matmul region's outputs are the linear's f16
+// result (the normalization reads it) and its f32 copy (the batch statistics read that). The
+// fixed-epilogue kernels write one of them, so the region is the general matcher's (a program
+// epilogue that stores both); a candidate that left the f16 result unwritten made the GPU run read
+// the NaN poison of its buffer.
+TEST(KernelBenchFixtures, AMatmulRegionKeepsEveryOutput) {
+  const fs::path work = testing::scratch_dir("kernelbench-fixtures", "two-outputs");
+  const testing::CommandRun run =
+      testing::run_cli("compile " + fixture_dir("gemm_batchnorm_f16").string() + " --device-profile h200 --dump-ir -o " +
+                       (work / "artifact").string() + " --cache-dir " + (work / "cache").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  const std::string candidates = testing::file_bytes(work / "artifact/ir/forward.candidates.txt");
+  const std::string r0 = candidates.substr(0, candidates.find("\nr1 "));
+  EXPECT_EQ(r0.find("cublas_plain"), std::string::npos) << r0;
+  EXPECT_NE(r0.find("_add_cast_"), std::string::npos) << r0;  // the program epilogue: bias add, then the f32 copy
+}
 
 }  // namespace
 }  // namespace agentcompile
