@@ -7,8 +7,9 @@ Causal LMs (prefill + decode):
   tiny-gemma3, tiny-phi3,    from tests/fixtures/configs/, seeded random weights in the config's dtype
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
-  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul -- KernelBench-style
-  problems at small sizes; each directory keeps its problem file (<name>.py).
+  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
+  cross_entropy, triplet_margin -- KernelBench-style problems at small sizes; each directory keeps its
+  problem file (<name>.py).
 Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
 repository-relative); with names, only those directories are written again and the others are kept.
 """
@@ -139,6 +140,34 @@ class Model(nn.Module):
 
 def get_inputs(): return [torch.randn(64, 32)]
 def get_init_inputs(): return [32, 48]
+""",
+    # KernelBench level 1, 95: log_softmax, an ignore-index mask and two sums over a 1-D axis (an
+    # integer count of the kept targets and the f16/f32 sum of their losses); targets include the
+    # ignored index so the mask is exercised.
+    "cross_entropy": """
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return F.cross_entropy(predictions, targets)
+
+def get_inputs():
+    targets = torch.randint(0, 40, (64,))
+    targets[::5] = -100
+    return [torch.randn(64, 40), targets]
+def get_init_inputs(): return []
+""",
+    # KernelBench level 1, 99: two row norms of differences, then a clamp and a mean over the rows;
+    # the second norm's region must not take the first norm's sqrt (another iteration space).
+    "triplet_margin": """
+class Model(nn.Module):
+    def __init__(self, margin=1.0):
+        super().__init__()
+        self.loss_fn = torch.nn.TripletMarginLoss(margin=margin)
+
+    def forward(self, anchor, positive, negative):
+        return self.loss_fn(anchor, positive, negative)
+
+def get_inputs(): return [torch.rand(16, 64) * 0.5, torch.rand(16, 64), torch.rand(16, 64)]
+def get_init_inputs(): return [1.0]
 """,
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).

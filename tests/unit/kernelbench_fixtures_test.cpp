@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16"};
+const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
@@ -58,6 +58,24 @@ TEST(KernelBenchFixtures, AMatmulRegionKeepsEveryOutput) {
   const std::string r0 = candidates.substr(0, candidates.find("\nr1 "));
   EXPECT_EQ(r0.find("cublas_plain"), std::string::npos) << r0;
   EXPECT_NE(r0.find("_add_cast_"), std::string::npos) << r0;  // the program epilogue: bias add, then the f32 copy
+}
+
+// CrossEntropyLoss counts the targets it keeps: a reduce_sum of i32 values over a 1-D axis, which
+// the reduction family accumulates in int (exact, wrapping like the reference's int32), not fp32.
+TEST(KernelBenchFixtures, AnIntegerSumAccumulatesInInt) {
+  const fs::path work = testing::scratch_dir("kernelbench-fixtures", "integer-sum");
+  const testing::CommandRun run = testing::run_cli("compile " + fixture_dir("cross_entropy").string() + " --device-profile h200 -o " +
+                                                   (work / "artifact").string() + " --cache-dir " + (work / "cache").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  int integer_kernels = 0;
+  for (const auto& entry : fs::directory_iterator(work / "artifact/kernels")) {
+    const std::string source = testing::file_bytes(entry.path());
+    if (source.find("using Acc = int;") == std::string::npos) continue;
+    ++integer_kernels;
+    EXPECT_NE(source.find("ac::kRowSum"), std::string::npos) << entry.path();
+    EXPECT_NE(source.find("s1[row] = value;"), std::string::npos) << entry.path();  // the count, not an index
+  }
+  EXPECT_GT(integer_kernels, 0);
 }
 
 }  // namespace
