@@ -8,8 +8,8 @@ Causal LMs (prefill + decode):
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
   relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
-  cross_entropy, triplet_margin -- KernelBench-style problems at small sizes; each directory keeps its
-  problem file (<name>.py).
+  cross_entropy, triplet_margin, sdpa_batched -- KernelBench-style problems at small sizes; each directory
+  keeps its problem file (<name>.py).
 Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
 repository-relative); with names, only those directories are written again and the others are kept.
 """
@@ -168,6 +168,16 @@ class Model(nn.Module):
 
 def get_inputs(): return [torch.rand(16, 64) * 0.5, torch.rand(16, 64), torch.rand(16, 64)]
 def get_init_inputs(): return [1.0]
+""",
+    # KernelBench level 1, 97 at a small size: the batch is the symbol T, so the lowered attention's
+    # matmuls are [T, heads, S, D] products (a batched cuBLAS call of T * heads matrices).
+    "sdpa_batched": """
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+def get_inputs(): return [torch.randn(4, 8, 16, 32), torch.randn(4, 8, 16, 32), torch.randn(4, 8, 16, 32)]
+def get_init_inputs(): return []
 """,
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).

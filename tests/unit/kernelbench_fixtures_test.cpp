@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin"};
+const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
@@ -76,6 +76,18 @@ TEST(KernelBenchFixtures, AnIntegerSumAccumulatesInInt) {
     EXPECT_NE(source.find("s1[row] = value;"), std::string::npos) << entry.path();  // the count, not an index
   }
   EXPECT_GT(integer_kernels, 0);
+}
+
+// Attention of plain tensors with a T batch ([T, heads, S, D], KernelBench L1 97): the lowered
+// matmuls are T * heads products of one cuBLAS strided-batched call (D = 32 here; the flash prefill
+// family's contract, causal attention over a KV cache with D up to 256, does not fit such a module).
+TEST(KernelBenchFixtures, ABatchOfTTimesHeadsIsOneBatchedGemm) {
+  const fs::path work = testing::scratch_dir("kernelbench-fixtures", "t-batch");
+  const testing::CommandRun run = testing::run_cli("compile " + fixture_dir("sdpa_batched").string() + " --device-profile h200 -o " +
+                                                   (work / "artifact").string() + " --cache-dir " + (work / "cache").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  const std::string metadata = testing::file_bytes(work / "artifact/metadata.json");
+  EXPECT_NE(metadata.find("\"batch\": \"T*8\""), std::string::npos) << "no gemm_batched launch over T * 8 products";
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
   std::string kernel_name(const CublasConfig& config) const override {
     std::ostringstream name;
     if (const GeneralMatmul* g = config.match.program()) {
-      name << "cublas_mm_" << dtype_tag(g->dtype) << "_b" << (g->batch_T ? std::string("T") : std::to_string(g->batch)) << "_m"
+      name << "cublas_mm_" << dtype_tag(g->dtype) << "_b" << (g->batch_T ? (g->batch == 1 ? std::string("T") : "T" + std::to_string(g->batch)) : std::to_string(g->batch)) << "_m"
            << (g->M ? std::to_string(g->M) : "T") << "_n" << g->N << "_k" << g->K << "_t" << g->trans_a << g->trans_b;
       if (g->epilogue) name << "_" << g->epilogue->ops_tag() << "_" << row_program_digest(config.match_view());
       return name.str();
