@@ -93,6 +93,13 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       // gate and up in fp32 into the workspace: [T, N] each.
       gemm(m.segments[0].w, "workspace:0", rows, "f32");
       gemm(m.segments[1].w, "workspace:" + std::to_string(rows * 4), rows, "f32");
+    } else if (cublas_bias_in_fp32(m)) {
+      // Each segment's fp32 product: [T, rows_s] after the segments before it.
+      int64_t offset = 0;
+      for (const MatmulSegment& segment : m.segments) {
+        gemm(segment.w, "workspace:" + std::to_string(offset), segment.rows, "f32");
+        offset += segment.rows * 4;
+      }
     } else {
       for (const MatmulSegment& segment : m.segments) gemm(segment.w, segment.y, segment.rows, std::string(ir::dtype_name(m.out_dtype)));
     }
@@ -121,7 +128,18 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
 
 }  // namespace
 
-int64_t cublas_normalized_row_offset(const MatmulMatch& m) { return m.epilogue == MatmulEpilogue::kGateUp ? 2 * m.N * 4 : 0; }
+bool cublas_bias_in_fp32(const MatmulMatch& m) {
+  if (m.epilogue != MatmulEpilogue::kPlain && m.epilogue != MatmulEpilogue::kMulti) return false;
+  if (!ir::is_float(m.out_dtype) || ir::dtype_size(m.out_dtype) != 2) return false;
+  for (const MatmulSegment& segment : m.segments)
+    if (!segment.b.empty()) return true;
+  return false;
+}
+
+int64_t cublas_normalized_row_offset(const MatmulMatch& m) {
+  if (m.epilogue == MatmulEpilogue::kGateUp) return 2 * m.N * 4;
+  return cublas_bias_in_fp32(m) ? m.N * 4 : 0;
+}
 
 Match CublasConfig::match_view() const {
   Match m;
