@@ -191,16 +191,27 @@ class Segmenter {
     return function_.type(is_row_op(n.op) && !n.operands.empty() ? n.operands[0] : n.result).shape;
   }
 
-  // A node that reads nothing of the current fusion region and iterates over another shape is an
-  // independent computation (the per-row result of an earlier reduction, an index vector beside a
-  // softmax): a region computes one iteration space, so it starts a region of its own. Regions
-  // with norms, RoPE or side effects keep their rules (a QK-norm pair and the RoPE of heads of
-  // other counts share one region).
+  // Whether `small` broadcasts into `big` numpy style (trailing dims equal or a static 1).
+  static bool broadcasts_into(const ir::Shape& small, const ir::Shape& big) {
+    if (small.size() > big.size()) return false;
+    for (size_t i = 0; i < small.size(); ++i) {
+      const ir::Dim& d = small[small.size() - 1 - i];
+      if (!(d == big[big.size() - 1 - i]) && !(d.is_static() && d.value == 1)) return false;
+    }
+    return true;
+  }
+
+  // A node that reads nothing of the current fusion region and iterates over a shape that does not
+  // broadcast into the region's is an independent computation (the per-row result of an earlier
+  // reduction, an index vector beside a softmax, a reduction of another tensor after a scalar): a
+  // region computes one iteration space, so it starts a region of its own. One that broadcasts
+  // into it (an expression of a per-head weight) joins. Regions with norms, RoPE or side effects
+  // keep their rules (a QK-norm pair and the RoPE of heads of other counts share one region).
   bool starts_another_space(const ir::Node& n) const {
     const OpClass op_class = ir::op_info(n.op).op_class;
     if (op_class != OpClass::kPointwise && op_class != OpClass::kReduction && op_class != OpClass::kSoftmax && op_class != OpClass::kScan)
       return false;
-    if (current_->has_side_effect || uses_current(n) || iteration_shape(n) == space_) return false;
+    if (current_->has_side_effect || uses_current(n) || broadcasts_into(iteration_shape(n), space_)) return false;
     return std::none_of(current_->nodes.begin(), current_->nodes.end(), [&](int member) {
       const OpClass c = ir::op_info(node(member).op).op_class;
       return c == OpClass::kNorm || c == OpClass::kRope;
