@@ -14,7 +14,9 @@ For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels
                eager, torch.compile(model) (default mode) and agentcompile (one call = a CUDA-graph replay of
                the function's kernels; inputs already in its buffers), all in this process, one after another.
 A problem that cannot be captured, compiled or checked counts as incorrect (never skipped); the reason is
-recorded. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
+recorded. A problem whose reference draws random numbers (L2 66's dropout in training mode, as KernelBench
+runs its Model) is recorded as unsupported, which also counts as incorrect: torch's Philox stream is not
+something compiled kernels reproduce, and capturing in eval mode would benchmark another problem. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
 is not evaluated again), so a benchmark can be spread over several calls with --budget. fast_p = share of problems that are correct and more than p times faster than the baseline
 (fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
 results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
@@ -66,6 +68,21 @@ def run(cmd: list[str], timeout: float, log_path: pathlib.Path, env=None) -> tup
     log_path.write_text(" ".join(cmd) + "\n" + output)
     last = [line for line in output.strip().splitlines() if line.strip()]
     return ok, (last[-1] if last else ""), time.time() - start
+
+
+# Capture refusals that no compiler change can lift: the problem's reference itself is random.
+RANDOM_REFERENCE = re.compile(r"is random in training mode|draws random numbers")
+
+
+def capture_failure(message: str) -> dict:
+    """The entry fields of a problem whose capture failed: unsupported (a random reference) or not."""
+    if RANDOM_REFERENCE.search(message):
+        where = re.search(r"\(([^()]*:\d+ in [^()]*)\)\s*$", message)
+        return {"compiled": False, "unsupported": True,
+                "reason": "unsupported: the reference is random (" + message.removeprefix("capture: ").split(";")[0] +
+                          (f" at {where.group(1)}" if where else "") +
+                          "); torch's RNG stream is not reproduced and eval mode would be another problem"}
+    return {"compiled": False, "reason": "capture failed: " + message}
 
 
 def load_problem(path: pathlib.Path):
@@ -173,7 +190,7 @@ def summarize(entries: list[dict]) -> dict:
     def speedups(baseline):
         return [e[baseline] / e["agentcompile_ms"] for e in correct if e.get(baseline) and e.get("agentcompile_ms")]
     over_eager, over_compile = speedups("eager_ms"), speedups("torch_compile_ms")
-    return {"problems": n, "fast_0": len(correct) / n if n else 0,
+    return {"problems": n, "unsupported": sum(1 for e in entries if e.get("unsupported")), "fast_0": len(correct) / n if n else 0,
             "fast_1_eager": sum(1 for s in over_eager if s > 1) / n if n else 0,
             "fast_1_compile": sum(1 for s in over_compile if s > 1) / n if n else 0,
             "geomean_over_eager": geomean(over_eager), "geomean_over_compile": geomean(over_compile)}
@@ -199,6 +216,10 @@ def write_report(out: pathlib.Path, doc: dict) -> None:
             s = summarize(group)
             lines.append(f"| {level} | {dtype} | {s['problems']} | {fmt(s['fast_0'], True)} | {fmt(s['fast_1_eager'], True)} | "
                          f"{fmt(s['fast_1_compile'], True)} | {fmt(s['geomean_over_eager'])} | {fmt(s['geomean_over_compile'])} |")
+    unsupported = sorted(f"L{e['level']} {e['problem']} ({e['dtype']})" for e in entries if e.get("unsupported"))
+    if unsupported:
+        lines += ["", f"Unsupported (counted as incorrect, in fast_0 too): {', '.join(unsupported)}: the reference draws random "
+                      "numbers (dropout in training mode), which compiled kernels do not reproduce."]
     lines += ["", "| problem | dtype | correct | eager ms | torch.compile ms | agentcompile ms | vs eager | vs compile | note |",
               "|---|---|---|---|---|---|---|---|---|"]
     for e in sorted(entries, key=lambda e: (e["level"], int(e["problem"].split("_")[0]), e["dtype"])):
@@ -338,7 +359,7 @@ def main() -> int:
                                             args.capture_timeout, work / "logs" / f"{key.replace('/', '-')}-capture.log", env)
                 entry["capture_s"] = round(seconds, 2)
                 if not ok:
-                    entry.update(compiled=False, reason="capture failed: " + last)
+                    entry.update(capture_failure(last))
                 else:
                     cmd = [args.cli, "compile", str(cap), "-o", str(art)] + args.compile_args.split()
                     ok, last, seconds = run(cmd, args.compile_timeout, work / "logs" / f"{key.replace('/', '-')}-compile.log")
@@ -371,6 +392,8 @@ def main() -> int:
                 continue  # evaluated by an earlier run on this very artifact
             if not compiled.get("compiled"):
                 entry.update(correct=False, reason=compiled.get("reason", "not compiled"))
+                if compiled.get("unsupported"):
+                    entry["unsupported"] = True
             else:
                 try:
                     entry.update(evaluate(torch, args, level, path, dtype, pathlib.Path(compiled["cap"]), pathlib.Path(compiled["art"])))

@@ -7,9 +7,11 @@ Causal LMs (prefill + decode):
   tiny-gemma3, tiny-phi3,    from tests/fixtures/configs/, seeded random weights in the config's dtype
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
-  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm -- KernelBench-style problems
-  at small sizes; each directory keeps its problem file (<name>.py).
-Run from anywhere: python3 python/make_capture_fixtures.py (paths in the manifests are repository-relative).
+  relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
+  cross_entropy, triplet_margin, sdpa_batched -- KernelBench-style problems at small sizes; each directory
+  keeps its problem file (<name>.py).
+Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
+repository-relative); with names, only those directories are written again and the others are kept.
 """
 import argparse
 import os
@@ -114,7 +116,72 @@ class Model(nn.Module):
 def get_inputs(): return [torch.randn(4, 8, 64)]
 def get_init_inputs(): return [64]
 """,
+    # KernelBench level 1, 14: torch.triu's mask is arange(N)[None, :] - arange(N)[:, None] >= 0, an
+    # index-dependent epilogue of the matmul.
+    "triu_matmul": """
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.triu(torch.matmul(A, B))
+
+def get_inputs(): return [torch.triu(torch.rand(32, 32)), torch.triu(torch.rand(32, 32))]
+def get_init_inputs(): return []
+""",
+    # KernelBench level 2, 41 in f16: BatchNorm in training mode reads the linear's f16 result and its
+    # f32 copy, so the matmul region has two outputs.
+    "gemm_batchnorm_f16": """
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.batch_norm = nn.BatchNorm1d(out_features)
+
+    def forward(self, x):
+        return torch.relu(F.gelu(self.batch_norm(self.gemm(x))))
+
+def get_inputs(): return [torch.randn(64, 32)]
+def get_init_inputs(): return [32, 48]
+""",
+    # KernelBench level 1, 95: log_softmax, an ignore-index mask and two sums over a 1-D axis (an
+    # integer count of the kept targets and the f16/f32 sum of their losses); targets include the
+    # ignored index so the mask is exercised.
+    "cross_entropy": """
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return F.cross_entropy(predictions, targets)
+
+def get_inputs():
+    targets = torch.randint(0, 40, (64,))
+    targets[::5] = -100
+    return [torch.randn(64, 40), targets]
+def get_init_inputs(): return []
+""",
+    # KernelBench level 1, 99: two row norms of differences, then a clamp and a mean over the rows;
+    # the second norm's region must not take the first norm's sqrt (another iteration space).
+    "triplet_margin": """
+class Model(nn.Module):
+    def __init__(self, margin=1.0):
+        super().__init__()
+        self.loss_fn = torch.nn.TripletMarginLoss(margin=margin)
+
+    def forward(self, anchor, positive, negative):
+        return self.loss_fn(anchor, positive, negative)
+
+def get_inputs(): return [torch.rand(16, 64) * 0.5, torch.rand(16, 64), torch.rand(16, 64)]
+def get_init_inputs(): return [1.0]
+""",
+    # KernelBench level 1, 97 at a small size: the batch is the symbol T, so the lowered attention's
+    # matmuls are [T, heads, S, D] products (a batched cuBLAS call of T * heads matrices).
+    "sdpa_batched": """
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+def get_inputs(): return [torch.randn(4, 8, 16, 32), torch.randn(4, 8, 16, 32), torch.randn(4, 8, 16, 32)]
+def get_init_inputs(): return []
+""",
 }
+# Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).
+PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"]}
 
 
 def capture(*args: str) -> None:
@@ -128,18 +195,29 @@ def capture(*args: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
-    shutil.rmtree(ROOT / OUT, ignore_errors=True)
-    for name in CHECKPOINTS:
+    parser.add_argument("names", nargs="*", help="fixtures to write again (default: all, after removing the folder)")
+    names = set(parser.parse_args().names)
+    unknown = names - set(CHECKPOINTS) - set(RANDOM_CONFIGS) - set(PROBLEMS)
+    if unknown:
+        sys.exit(f"unknown fixtures: {', '.join(sorted(unknown))}")
+    wanted = lambda name: not names or name in names
+    if names:
+        for name in names:
+            shutil.rmtree(ROOT / OUT / name, ignore_errors=True)
+    else:
+        shutil.rmtree(ROOT / OUT, ignore_errors=True)
+    for name in filter(wanted, CHECKPOINTS):
         capture("hf", str(pathlib.Path("tests/fixtures/models") / name), "--link-weights", "-o", str(OUT / name))
-    for name in RANDOM_CONFIGS:
+    for name in filter(wanted, RANDOM_CONFIGS):
         capture("hf", "--config", str(pathlib.Path("tests/fixtures/configs") / f"{name}.json"), "--random-weights",
                 "--seed", "0", "-o", str(OUT / name))
     for name, body in PROBLEMS.items():
+        if not wanted(name):
+            continue
         problem = OUT / name / f"{name}.py"
         (ROOT / problem).parent.mkdir(parents=True)
         (ROOT / problem).write_text(PROBLEM_HEADER + body.lstrip("\n"))
-        capture("module", str(problem), "--seed", "0", "-o", str(OUT / name))
+        capture("module", str(problem), "--seed", "0", *PROBLEM_ARGS.get(name, []), "-o", str(OUT / name))
 
 
 if __name__ == "__main__":

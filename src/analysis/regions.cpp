@@ -177,12 +177,45 @@ class Segmenter {
     // The f32 copy of a value the region's row op computed, read only by the next norm (Gemma's sandwich
     // norms: post-norm, residual add, pre-norm) goes with that norm, which starts a region of its own.
     if (feeds_only_row_ops(n) && reads_after_row_op(n, false)) return false;
+    if (starts_another_space(n)) return false;
     if (is_row_op(n.op) && !row_ops_.empty()) {
       // The one exception: independent RMSNorms (a QK-norm pair) share the region of their RoPE.
       const bool all_rmsnorm = std::all_of(row_ops_.begin(), row_ops_.end(), [](OpKind op) { return op == OpKind::kRmsNorm; });
       return n.op == OpKind::kRmsNorm && all_rmsnorm && !reads_after_row_op(n, false);
     }
     return true;
+  }
+
+  // The shape a node iterates over: a row op's input, any other node's result.
+  const ir::Shape& iteration_shape(const ir::Node& n) const {
+    return function_.type(is_row_op(n.op) && !n.operands.empty() ? n.operands[0] : n.result).shape;
+  }
+
+  // Whether `small` broadcasts into `big` numpy style (trailing dims equal or a static 1).
+  static bool broadcasts_into(const ir::Shape& small, const ir::Shape& big) {
+    if (small.size() > big.size()) return false;
+    for (size_t i = 0; i < small.size(); ++i) {
+      const ir::Dim& d = small[small.size() - 1 - i];
+      if (!(d == big[big.size() - 1 - i]) && !(d.is_static() && d.value == 1)) return false;
+    }
+    return true;
+  }
+
+  // A node that reads nothing of the current fusion region and iterates over a shape that does not
+  // broadcast into the region's is an independent computation (the per-row result of an earlier
+  // reduction, an index vector beside a softmax, a reduction of another tensor after a scalar): a
+  // region computes one iteration space, so it starts a region of its own. One that broadcasts
+  // into it (an expression of a per-head weight) joins. Regions with norms, RoPE or side effects
+  // keep their rules (a QK-norm pair and the RoPE of heads of other counts share one region).
+  bool starts_another_space(const ir::Node& n) const {
+    const OpClass op_class = ir::op_info(n.op).op_class;
+    if (op_class != OpClass::kPointwise && op_class != OpClass::kReduction && op_class != OpClass::kSoftmax && op_class != OpClass::kScan)
+      return false;
+    if (current_->has_side_effect || uses_current(n) || broadcasts_into(iteration_shape(n), space_)) return false;
+    return std::none_of(current_->nodes.begin(), current_->nodes.end(), [&](int member) {
+      const OpClass c = ir::op_info(node(member).op).op_class;
+      return c == OpClass::kNorm || c == OpClass::kRope;
+    });
   }
 
   // A pointwise epilogue of the current matmul region: reads the region (or only constants and
@@ -380,6 +413,7 @@ class Segmenter {
         operand_transposes_only_ = n.op == OpKind::kTranspose;
         row_ops_.clear();
         after_row_op_.clear();
+        space_ = iteration_shape(n);
         after_reduction_.clear();
       }
       matmul_has_epilogue_ = false;
@@ -403,6 +437,8 @@ class Segmenter {
       current_->states.push_back(n.string_attr("state"));
     }
     if (current_->kind == RegionKind::kFusion) {
+      // The space grows with a node that broadcasts the region's values into more elements.
+      if (ir::static_elements(iteration_shape(n)) > ir::static_elements(space_)) space_ = iteration_shape(n);
       if (is_row_op(n.op)) row_ops_.push_back(n.op);
       if (is_row_op(n.op) || reads_after_row_op(n, false)) after_row_op_.insert(n.result);
       if (ir::op_info(n.op).op_class == OpClass::kReduction || reads_after_row_op(n, true)) after_reduction_.insert(n.result);
@@ -466,6 +502,7 @@ class Segmenter {
   bool operand_transposes_only_ = false;  // a matmul region that holds only its operands' transposes yet
   // The current fusion region's row ops, and its values downstream of them (of its reductions).
   std::vector<OpKind> row_ops_;
+  ir::Shape space_;  // the current fusion region's iteration space (its largest iteration shape)
   std::set<ir::ValueId> after_row_op_, after_reduction_;
 };
 

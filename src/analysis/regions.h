@@ -25,7 +25,10 @@
 //   - consecutive pointwise, norm, rope, softmax, reduction and scan nodes merge into one fusion
 //     region around at most one row op (a norm, softmax, reduction or scan over an axis): a second
 //     row op starts a new region (independent RMSNorms excepted: a QK-norm pair shares its RoPE
-//     region), and so does any node that reads what a reduction produced (its shape is another).
+//     region), and so does any node that reads what a reduction produced (its shape is another),
+//     and a node that reads nothing of the region and iterates over a shape that does not
+//     broadcast into the region's (an independent computation: one region computes one iteration
+//     space; regions with norms, RoPE or side effects excepted).
 //     A float cast read only by row ops goes with them: after a post-norm and the residual add, the
 //     next pre-norm starts its region with the cast before it (Gemma's sandwich norms), so the norm
 //     prologue rule may take both.

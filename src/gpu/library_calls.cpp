@@ -112,15 +112,20 @@ Status LibraryRunner::run_batched(const plan::Launch& launch, const RegionArgs& 
   };
   const long long m = arg("m") == "T" ? args.T : number_after(arg("m"), 0);
   const long long n = number_after(arg("n"), 0), k = number_after(arg("k"), 0);
-  const long long batch = arg("batch") == "T" ? args.T : number_after(arg("batch"), 0);
+  // The batch: a count, "T", or "T*<count>" (T tokens of count products each: [T, heads, M, N]).
+  const std::string batch_arg = arg("batch");
+  const bool per_token = batch_arg == "T" || batch_arg.rfind("T*", 0) == 0;
+  const long long per_token_batch = batch_arg == "T" ? 1 : per_token ? number_after(batch_arg, 2) : 0;
+  const long long batch = per_token ? (per_token_batch > 0 ? args.T * per_token_batch : -1) : number_after(batch_arg, 0);
   const bool ta = arg("trans_a") == "1", tb = arg("trans_b") == "1";
-  if (m < 0 || n <= 0 || k <= 0 || batch < 0 || (batch == 0 && arg("batch") != "T") || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+  if (m < 0 || n <= 0 || k <= 0 || batch < 0 || (batch == 0 && !per_token) || batch > INT32_MAX || m > INT32_MAX || n > INT32_MAX ||
+      k > INT32_MAX)
     return error(ErrorCode::kInternal, "library gemm_batched has malformed sizes m=" + arg("m") + " n=" + arg("n") + " k=" + arg("k") +
                                            " batch=" + arg("batch"));
   AC_ASSIGN_OR_RETURN(const void* A, slot_pointer(arg("a"), args));
   AC_ASSIGN_OR_RETURN(const void* B, slot_pointer(arg("b"), args));
   AC_ASSIGN_OR_RETURN(const void* C, slot_pointer(arg("c"), args));
-  if (m == 0 || (batch == 0 && arg("batch") == "T")) return Status::ok();
+  if (m == 0 || batch == 0) return Status::ok();
   const cudaDataType_t ab_type = cuda_data_type(arg("ab_dtype"));
   const float alpha = 1.0f, beta = 0.0f;
   // Leading dimensions of the stored matrices: row-major [M, K] or [K, M] for A, [K, N] or [N, K] for B.

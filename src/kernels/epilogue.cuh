@@ -1,6 +1,7 @@
 // Elementwise epilogues that follow library GEMMs (the cuBLAS fallback of matmul regions):
-// bias add over up to three row segments, residual add, and act(gate)·up from fp32 GEMM results
-// (act SiLU or GELU, activation.cuh).
+// bias add over up to three row segments (from the GEMMs' outputs, or from their fp32 results so
+// that the sum is rounded once), residual add, and act(gate)·up from fp32 GEMM results (act SiLU or
+// GELU, activation.cuh).
 // One thread per output element; T*N elements in [T, N] row-major order.
 #pragma once
 
@@ -12,6 +13,8 @@ namespace ac {
 template <typename T, typename OutT>
 struct EpilogueParams {
   OutT* y[3];            // GEMM outputs, updated in place (plain/multi/residual), or the output (gate_up)
+  const float* acc[3] = {nullptr, nullptr, nullptr};  // per segment, the fp32 GEMM results ([T, rows_s]) that y is
+                                                    // computed from, or null: y holds the product
   const T* bias[3];      // per segment, may be null
   const T* residual;     // [T, N] for the residual variant
   const float* gate;     // [T, N] fp32 GEMM results for gate_up
@@ -39,7 +42,7 @@ __device__ __forceinline__ void epilogue(const EpilogueParams<T, OutT>& p) {
   int seg = 0;
   if (col >= p.rows[0]) { col -= p.rows[0]; seg = 1; if (col >= p.rows[1]) { col -= p.rows[1]; seg = 2; } }
   OutT* y = p.y[seg] + t * p.rows[seg] + col;
-  float v = to_float(*y);
+  float v = p.acc[seg] ? p.acc[seg][t * p.rows[seg] + col] : to_float(*y);
   if (p.bias[seg]) v += to_float(p.bias[seg][col]);
   if (KIND == kEpilogueResidual) v += to_float(p.residual[e]);
   *y = from_float<OutT>(v);

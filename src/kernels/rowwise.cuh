@@ -131,17 +131,23 @@ __device__ __forceinline__ bool argmin_better(float v, int i, float best_v, int 
   return v < best_v || (v == best_v && i < best_i);
 }
 
+// Combining operators of row reductions, for fp32 (max and min propagate NaN) and for the int
+// accumulators of integer reductions (sums and products wrap around like the reference's int32).
 struct SumOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+  __device__ __forceinline__ int operator()(int a, int b) const { return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b)); }
 };
 struct MaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return nan_max(a, b); }
+  __device__ __forceinline__ int operator()(int a, int b) const { return max(a, b); }
 };
 struct MinOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return nan_min(a, b); }
+  __device__ __forceinline__ int operator()(int a, int b) const { return min(a, b); }
 };
 struct ProdOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return a * b; }
+  __device__ __forceinline__ int operator()(int a, int b) const { return static_cast<int>(static_cast<unsigned>(a) * static_cast<unsigned>(b)); }
 };
 
 // Threads per row and rows per block of a row engine.
@@ -165,9 +171,10 @@ struct SplitSlice {
 };
 
 // Reduces v over the TPR threads of this thread's row; every thread of the row gets the result.
-// `scratch` holds ROWS * kWarpsPerRow floats. Every thread of the block must call it.
-template <int TPR, int ROWS, typename Op>
-__device__ __forceinline__ float row_allreduce(float v, float* scratch, Op op) {
+// `scratch` holds ROWS * kWarpsPerRow values of v's type (float, or int for integer reductions).
+// Every thread of the block must call it.
+template <int TPR, int ROWS, typename V, typename Op>
+__device__ __forceinline__ V row_allreduce(V v, V* scratch, Op op) {
   constexpr int kWidth = TPR < 32 ? TPR : 32;
 #pragma unroll
   for (int offset = kWidth / 2; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));

@@ -7,6 +7,7 @@
 #include "analysis/summary.h"
 #include "model_fixtures.h"
 #include "golden.h"
+#include "ir/text.h"
 
 namespace agentcompile {
 namespace {
@@ -174,6 +175,38 @@ TEST(Regions, GemvSummaryCountsWeightBytes) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// A node that reads nothing of the open fusion region and iterates over another shape starts a
+// region of its own (KernelBench's TripletMarginLoss: the first norm's sqrt, over the rows, is not
+// part of the second norm's reduction over [rows, cols]; CrossEntropyLoss: the ignore-index mask of
+// the targets is not part of the log_softmax). Independent chains of one shape still share a region.
+TEST(Regions, IndependentChainsOfAnotherShapeSplit) {
+  auto module = ir::parse_module(R"(module m {
+  func @forward(%x: f32[16, 64], %y: f32[16, 64], %t: i32[16]) -> (f32[16], f32[16], f32[16, 64], bool[16], f32[16]) {
+    %a = mul(%x, %x) : f32[16, 64]
+    %s = reduce_sum(%a) {axis = 1, keepdim = 0} : f32[16]
+    %r = sqrt(%s) : f32[16]
+    %b = mul(%y, %y) : f32[16, 64]
+    %s2 = reduce_sum(%b) {axis = 1, keepdim = 0} : f32[16]
+    %l = log_softmax(%x) {axis = 1} : f32[16, 64]
+    %zero = constant {dtype = "i32", shape = [], value = 0} : i32[]
+    %m = ne(%t, %zero) : bool[16]
+    %n = neg(%r) : f32[16]
+    return %r, %s2, %l, %m, %n
+  }
+})");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const ir::Function& f = module->functions[0];
+  auto partition = analysis::form_regions(*module, f);
+  std::vector<std::vector<std::string>> ops;
+  for (const auto& region : partition.regions) {
+    ops.emplace_back();
+    for (int node : region.nodes) ops.back().push_back(std::string(ir::op_name(f.nodes[static_cast<size_t>(node)].op)));
+  }
+  const std::vector<std::vector<std::string>> expected = {
+      {"mul", "reduce_sum"}, {"sqrt"}, {"mul", "reduce_sum"}, {"log_softmax"}, {"ne", "neg"}};
+  EXPECT_EQ(ops, expected);
 }
 
 }  // namespace

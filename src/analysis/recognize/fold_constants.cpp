@@ -52,6 +52,20 @@ double round_to(DType dtype, double x) {
   }
 }
 
+std::optional<std::vector<double>> evaluate(const ir::Node& node, const std::vector<Tensor>& in,
+                                            const std::vector<int64_t>& out_shape, DType out_dtype);
+
+bool is_view(OpKind op) { return op == OpKind::kReshape || op == OpKind::kView || op == OpKind::kBroadcast; }
+
+// Whether `value` is an arange, or one seen through views (reshape, view, broadcast).
+bool is_arange_view(const ir::Function& f, ir::ValueId value) {
+  for (const ir::Node* node = producer(f, value); node; node = producer(f, node->operands[0])) {
+    if (node->op == OpKind::kArange) return true;
+    if (!is_view(node->op)) return false;
+  }
+  return false;
+}
+
 std::optional<Tensor> read_operand(const ir::Function& f, ir::ValueId value) {
   const ir::Node* node = producer(f, value);
   if (!node) return std::nullopt;
@@ -59,7 +73,13 @@ std::optional<Tensor> read_operand(const ir::Function& f, ir::ValueId value) {
   if (!sizes || count(*sizes) > kMaxFoldedElements) return std::nullopt;
   Tensor t{f.type(value).dtype, *sizes, {}};
   const int64_t n = count(*sizes);
-  if (node->op == OpKind::kConstant) {
+  if (is_view(node->op) && is_arange_view(f, value)) {  // kept unfolded (see fold_to_constant): read its values
+    auto inner = read_operand(f, node->operands[0]);
+    if (!inner) return std::nullopt;
+    auto data = evaluate(*node, {*inner}, *sizes, t.dtype);
+    if (!data) return std::nullopt;
+    t.data = std::move(*data);
+  } else if (node->op == OpKind::kConstant) {
     if (node->has_attr("values")) {
       t.data = node->floats_attr("values");
       if (static_cast<int64_t>(t.data.size()) != n) return std::nullopt;
@@ -235,8 +255,19 @@ bool foldable(OpKind op) {
 
 std::optional<ir::Attrs> fold_to_constant(const ir::Function& function, const ir::Node& node, const ir::TensorType& result_type) {
   if (!foldable(node.op) || node.operands.empty()) return std::nullopt;
+  // A view of an arange stays one: its readers compute start + step * index where they read it, and
+  // the strides of a view are what a kernel needs for that; a dense constant would be data that no
+  // kernel can inline (a triangular mask's arange(N)[None, :] and arange(N)[:, None]).
+  if (is_view(node.op) && is_arange_view(function, node.operands[0])) return std::nullopt;
   auto out_shape = static_sizes(result_type.shape);
   if (!out_shape || count(*out_shape) > kMaxFoldedElements || count(*out_shape) == 0) return std::nullopt;
+  // Nor does arithmetic that broadcasts an arange into more elements (arange(N)[None, :] -
+  // arange(N)[:, None]): the result is as cheap to compute where it is read, as a table it is not.
+  for (ir::ValueId operand : node.operands) {
+    if (!is_arange_view(function, operand)) continue;
+    auto sizes = static_sizes(function.type(operand).shape);
+    if (!sizes || count(*sizes) < count(*out_shape)) return std::nullopt;
+  }
   std::vector<Tensor> in;
   for (ir::ValueId operand : node.operands) {
     auto t = read_operand(function, operand);

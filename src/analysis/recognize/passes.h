@@ -31,6 +31,9 @@ Expected<int> raise_kv_append(ir::Module& module);
 // -> attention; any other sdpa is lowered to primitives once nothing else applies.
 Expected<int> raise_cache_attention(ir::Module& module);
 Expected<int> lower_sdpa(ir::Module& module);
+// A lowering after it: a reduction over a last axis of more than 2^24 elements -> two reductions
+// over a view of the axis as [a, b] (split_reductions.cpp).
+Expected<int> split_long_reductions(ir::Module& module);
 // Rule 9: weight-only expressions -> parameters computed once by @init.
 Expected<int> hoist_weight_expressions(ir::Module& module);
 // Rule 10: a linear read only through slices that partition its outputs -> one linear per slice on

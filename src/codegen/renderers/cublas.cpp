@@ -55,11 +55,20 @@ void render_epilogue(const plan::CublasMatch& c, const std::string& name, std::o
   const char* kind = gate_up ? "ac::kEpilogueGateUp" : m.epilogue == plan::MatmulEpilogue::kResidual ? "ac::kEpilogueResidual" : "ac::kEpilogueBias";
   src << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const ac::RegionArgs a) {\n"
       << "  ac::EpilogueParams<" << template_args({{"T", T}, {"OutT", O}}) << "> p;\n";
+  const bool fp32_products = plan::cublas_bias_in_fp32(m);
+  int64_t offset = 0;  // of a segment's fp32 product in the workspace, bytes per token
   for (size_t s = 0; s < 3; ++s) {
     const std::string i = std::to_string(s);
     const plan::MatmulSegment segment = s < m.segments.size() ? m.segments[s] : plan::MatmulSegment{};
-    src << "  p.y[" << i << "] = " << (!gate_up || s == 0 ? slot_pointer(segment.y, O, false) : "nullptr") << ";\n"
-        << "  p.bias[" << i << "] = " << slot_pointer(segment.b, T, true) << ";\n"
+    src << "  p.y[" << i << "] = " << (!gate_up || s == 0 ? slot_pointer(segment.y, O, false) : "nullptr") << ";\n";
+    if (fp32_products)  // (otherwise null, the default)
+      src << "  p.acc[" << i << "] = "
+          << (s < m.segments.size() ? "reinterpret_cast<const float*>(static_cast<const char*>(a.workspace) + static_cast<long long>(a.T) * " +
+                                          std::to_string(offset) + ")"
+                                    : "nullptr")
+          << ";\n";
+    offset += segment.rows * 4;
+    src << "  p.bias[" << i << "] = " << slot_pointer(segment.b, T, true) << ";\n"
         << "  p.rows[" << i << "] = " << (gate_up ? (s == 0 ? std::to_string(m.N) : "0") : std::to_string(segment.rows)) << ";\n";
   }
   const int64_t n = m.N;

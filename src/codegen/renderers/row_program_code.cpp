@@ -79,7 +79,10 @@ class ProgramWriter {
     for (size_t j = 0; j < p_.stores.size(); ++j)
       src_ << "  " << cuda_type(p_.stores[j].dtype) << "* s" << j << ";  // " << p_.stores[j].slot
            << (p_.stores[j].per_row ? " [rows]" : " [rows, " + std::to_string(p_.cols) + "]") << "\n";
-    src_ << "  struct Chunk {\n    float x[" << V << "];\n";
+    // The row op's input and accumulator: fp32 (the templates' default), or int for an integer
+    // reduction (ac::RowAcc reads the Acc a program names).
+    if (p_.integer_row_op()) src_ << "  using Acc = int;\n";
+    src_ << "  struct Chunk {\n    " << acc_type() << " x[" << V << "];\n";
     for (size_t i = 0; i < p_.loads.size(); ++i)
       if (p_.loads[i].kind != RowProgram::LoadKind::kLiteral)
         src_ << "    " << reg_type(p_.loads[i].dtype) << " l" << i << "[" << V << "];\n";
@@ -97,6 +100,7 @@ class ProgramWriter {
 
  private:
   bool is_row_step(int s) const { return s == p_.row_step; }
+  const char* acc_type() const { return p_.integer_row_op() ? "int" : "float"; }
   bool provided(const RowProgram::Load& load) const {
     return !provided_.empty() && load.kind == RowProgram::LoadKind::kMemory && load.slot == provided_;
   }
@@ -277,12 +281,12 @@ class ProgramWriter {
   }
 
   void write_store() {
-    src_ << "  __device__ __forceinline__ void store(long long row, float value, int index) const {\n";
+    src_ << "  __device__ __forceinline__ void store(long long row, " << acc_type() << " value, int index) const {\n";
     for (size_t j = 0; j < p_.stores.size(); ++j) {
       const auto& store = p_.stores[j];
       if (!store.per_row) continue;
       if (store.dtype == ir::DType::kI32)
-        src_ << "    s" << j << "[row] = index;\n";
+        src_ << "    s" << j << "[row] = " << (p_.integer_row_op() ? "value" : "index") << ";\n";
       else
         src_ << "    s" << j << "[row] = ac::from_float<" << template_args({{"T", cuda_type(store.dtype)}}) << ">(value);\n";
     }

@@ -29,7 +29,7 @@ class ColumnFamily final : public TypedFamily<RowProgram, ColumnConfig> {
 
   std::optional<RowProgram> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
-    if (!program || !program->column_form()) return std::nullopt;
+    if (!program || !program->column_form() || program->integer_row_op()) return std::nullopt;  // fp32 accumulators only
     // Indices and lengths are ints on the device.
     if (program->reduced_length() >= (int64_t{1} << 31) || program->cols >= (int64_t{1} << 31)) return std::nullopt;
     return program;

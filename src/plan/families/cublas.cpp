@@ -48,7 +48,7 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
   std::string kernel_name(const CublasConfig& config) const override {
     std::ostringstream name;
     if (const GeneralMatmul* g = config.match.program()) {
-      name << "cublas_mm_" << dtype_tag(g->dtype) << "_b" << (g->batch_T ? std::string("T") : std::to_string(g->batch)) << "_m"
+      name << "cublas_mm_" << dtype_tag(g->dtype) << "_b" << (g->batch_T ? (g->batch == 1 ? std::string("T") : "T" + std::to_string(g->batch)) : std::to_string(g->batch)) << "_m"
            << (g->M ? std::to_string(g->M) : "T") << "_n" << g->N << "_k" << g->K << "_t" << g->trans_a << g->trans_b;
       if (g->epilogue) name << "_" << g->epilogue->ops_tag() << "_" << row_program_digest(config.match_view());
       return name.str();
@@ -93,6 +93,13 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       // gate and up in fp32 into the workspace: [T, N] each.
       gemm(m.segments[0].w, "workspace:0", rows, "f32");
       gemm(m.segments[1].w, "workspace:" + std::to_string(rows * 4), rows, "f32");
+    } else if (cublas_bias_in_fp32(m)) {
+      // Each segment's fp32 product: [T, rows_s] after the segments before it.
+      int64_t offset = 0;
+      for (const MatmulSegment& segment : m.segments) {
+        gemm(segment.w, "workspace:" + std::to_string(offset), segment.rows, "f32");
+        offset += segment.rows * 4;
+      }
     } else {
       for (const MatmulSegment& segment : m.segments) gemm(segment.w, segment.y, segment.rows, std::string(ir::dtype_name(m.out_dtype)));
     }
@@ -121,7 +128,18 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
 
 }  // namespace
 
-int64_t cublas_normalized_row_offset(const MatmulMatch& m) { return m.epilogue == MatmulEpilogue::kGateUp ? 2 * m.N * 4 : 0; }
+bool cublas_bias_in_fp32(const MatmulMatch& m) {
+  if (m.epilogue != MatmulEpilogue::kPlain && m.epilogue != MatmulEpilogue::kMulti) return false;
+  if (!ir::is_float(m.out_dtype) || ir::dtype_size(m.out_dtype) != 2) return false;
+  for (const MatmulSegment& segment : m.segments)
+    if (!segment.b.empty()) return true;
+  return false;
+}
+
+int64_t cublas_normalized_row_offset(const MatmulMatch& m) {
+  if (m.epilogue == MatmulEpilogue::kGateUp) return 2 * m.N * 4;
+  return cublas_bias_in_fp32(m) ? m.N * 4 : 0;
+}
 
 Match CublasConfig::match_view() const {
   Match m;

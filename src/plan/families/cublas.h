@@ -32,8 +32,14 @@ struct CublasConfig final : FamilyConfig {
 // Threads of the RMSNorm prologue kernel (one row per block).
 constexpr int kCublasNormThreads = 256;
 
+// Whether the GEMMs leave fp32 products in the workspace for the epilogue to add the bias to: a
+// linear's bias with a 16-bit output is added before the one rounding to the output dtype, as
+// torch's addmm does (rounding the product first and the sum again differs by an ulp in many
+// elements, which a sum over the row then accumulates: KernelBench L2 18 f16).
+bool cublas_bias_in_fp32(const MatmulMatch& match);
+
 // Where the normalized row of a norm prologue starts in the workspace, in bytes per token: after
-// the fp32 gate and up results of a gate_up epilogue.
+// the fp32 gate and up results of a gate_up epilogue, or the fp32 products of a bias in fp32.
 int64_t cublas_normalized_row_offset(const MatmulMatch& match);
 
 }  // namespace agentcompile::plan

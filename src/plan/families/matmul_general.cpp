@@ -75,16 +75,17 @@ std::optional<GeneralMatmul> match_general_matmul(const RegionContext& ctx) {
     m.trans_b = true;
   } else {
     // a[..., M, K] @ b[..., K, N], batch dims equal and static, or T leading: M itself when there are
-    // no batch dims (a captured module's batch rows), else the one batch dim.
+    // no batch dims (a captured module's batch rows), else the first batch dim (T times the static
+    // batch dims after it: [T, heads, M, K] @ [T, heads, K, N] is T * heads products).
     const size_t r = out.shape.size();
     if (r < 2 || x.size() != r || y.size() != r) return std::nullopt;
     const bool leading_T = !out.shape[0].is_static();
-    if (leading_T && (out.shape[0].symbol != ir::Symbol::kT || r > 3)) return std::nullopt;
+    if (leading_T && out.shape[0].symbol != ir::Symbol::kT) return std::nullopt;
     for (size_t d = leading_T ? 1 : 0; d < r; ++d)
       if (!out.shape[d].is_static()) return std::nullopt;
     if (!x[r - 1].is_static()) return std::nullopt;
-    m.batch_T = leading_T && r == 3;
-    batch = leading_T ? 1 : product(out.shape, 0, r - 2);
+    m.batch_T = leading_T && r >= 3;
+    batch = leading_T ? product(out.shape, 1, r - 2) : product(out.shape, 0, r - 2);  // per token when batch_T
     M = leading_T && r == 2 ? 0 : out.shape[r - 2].value;
     N = out.shape[r - 1].value;
     K = x[r - 1].value;
@@ -157,7 +158,7 @@ std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::s
                        {"m", g.M == 0 ? "T" : std::to_string(g.M)},
                        {"n", std::to_string(g.N)},
                        {"k", std::to_string(g.K)},
-                       {"batch", g.batch_T ? "T" : std::to_string(g.batch)},
+                       {"batch", g.batch_T ? (g.batch == 1 ? "T" : "T*" + std::to_string(g.batch)) : std::to_string(g.batch)},
                        {"trans_a", g.trans_a ? "1" : "0"},
                        {"trans_b", g.trans_b ? "1" : "0"},
                        {"ab_dtype", std::string(ir::dtype_name(g.dtype))},
@@ -173,11 +174,11 @@ std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::s
   return {gemm, program};
 }
 
-// The fp32 product: [batch, M, N] (M or the batch may be T).
+// The fp32 product: [batch, M, N] (M may be T; with batch_T, [T * batch, M, N]).
 int64_t general_matmul_workspace_per_token(const GeneralMatmul& g) {
   if (!g.epilogue) return 0;
   if (g.M == 0) return g.N * 4;
-  return g.batch_T ? g.M * g.N * 4 : 0;
+  return g.batch_T ? g.batch * g.M * g.N * 4 : 0;
 }
 
 int64_t general_matmul_workspace_fixed(const GeneralMatmul& g) {

@@ -23,8 +23,8 @@ struct GeneralMatmul {
   ir::DType out_dtype = ir::DType::kF16;  // the first output's
   std::string a, b;                       // operand slots
   std::string c;                          // the product's output slot; "" with an epilogue
-  int64_t batch = 1;
-  bool batch_T = false;                   // the batch is T ([T, M, N] products)
+  int64_t batch = 1;                      // products; per token when batch_T
+  bool batch_T = false;                   // the batch is T * batch ([T, ..., M, N] products)
   int64_t M = 0;                          // rows; 0: T rows
   int64_t N = 0, K = 0;
   bool trans_a = false, trans_b = false;  // operands read transposed (cuBLAS operand flags)

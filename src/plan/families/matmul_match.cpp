@@ -179,6 +179,14 @@ std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCo
     return std::nullopt;
   for (size_t i = 0; i < m.segments.size(); ++i)
     if (m.segments[i].w.empty() || (m.segments[i].y.empty() && !(m.epilogue == MatmulEpilogue::kGateUp && i == 1))) return std::nullopt;
+  // Every output of the region is one the kernels write: a linear's result that a later region reads
+  // besides its cast or residual add (Gemm + BatchNorm reads both the product and its f32 copy) is
+  // not an output of these epilogues, and a region that needs it is the general matcher's.
+  std::set<std::string> written;
+  for (const MatmulSegment& segment : m.segments) written.insert(segment.y);
+  if (m.residual_norm) written.insert(m.residual_norm->h);
+  for (ir::ValueId out : ctx.region->outputs)
+    if (!written.count(ctx.slot_of(out))) return std::nullopt;
   return m;
 }
 

@@ -23,6 +23,12 @@ bool is_plain_dtype(ir::DType dtype) { return ir::is_float(dtype) || dtype == ir
 bool reduces(OpKind op) { return ir::op_info(op).op_class == ir::OpClass::kReduction; }
 bool scans(OpKind op) { return ir::op_info(op).op_class == ir::OpClass::kScan; }
 
+// A reduction of i32 values to an i32 result that an int accumulator computes as the reference does.
+bool integer_reduction(OpKind op, ir::DType input, ir::DType result) {
+  const bool integer_op = op == OpKind::kReduceSum || op == OpKind::kReduceMax || op == OpKind::kReduceMin || op == OpKind::kReduceProd;
+  return integer_op && input == ir::DType::kI32 && result == ir::DType::kI32;
+}
+
 // Element strides with which `shape` (row-major, contiguous) broadcasts into `space`, one per dim
 // of `space`; nullopt when it does not broadcast (a dim that is neither equal nor a static 1, a
 // higher rank, a symbolic dim that strides would depend on).
@@ -174,7 +180,7 @@ class ProgramBuilder {
     }
     const ir::Shape& result_shape = f.type(node.result).shape;
     if (is_row) {
-      if (step.post || !ir::is_float(ref_dtype(step.a))) return false;
+      if (step.post || !(ir::is_float(ref_dtype(step.a)) || integer_reduction(node.op, ref_dtype(step.a), step.dtype))) return false;
       p_.row_step = static_cast<int>(p_.steps.size());
       if (node.op == OpKind::kRmsNorm || node.op == OpKind::kLayerNorm) p_.eps = static_cast<float>(node.float_attr("eps"));
     } else {
@@ -271,6 +277,12 @@ class ProgramBuilder {
 
 ir::DType RowProgram::value_dtype(int value) const {
   return is_load(value) ? loads[static_cast<size_t>(value)].dtype : step_of(value).dtype;
+}
+
+bool RowProgram::integer_row_op() const {
+  if (row_step < 0) return false;
+  const Step& row = steps[static_cast<size_t>(row_step)];
+  return integer_reduction(row.op, value_dtype(row.a), row.dtype);
 }
 
 bool RowProgram::elementwise_row_op() const {
@@ -381,12 +393,12 @@ std::optional<RowProgram> analyze_row_program(const RegionContext& ctx) {
   if (!builder.set_space(row_node < 0)) return std::nullopt;
   for (size_t i = 0; i < ctx.size(); ++i)
     if (!builder.add(ctx.node(static_cast<int>(i)), static_cast<int>(i) == row_node)) return std::nullopt;
-  if (row_node >= 0) {
+  if (!builder.finish(region.outputs)) return std::nullopt;
+  if (row_node >= 0) {  // (operands are numbered once finished)
     const RowProgram::Step& row = p.steps[static_cast<size_t>(p.row_step)];
     const bool arg = row.op == OpKind::kArgmax || row.op == OpKind::kArgmin;
-    if (arg ? row.dtype != ir::DType::kI32 : !ir::is_float(row.dtype)) return std::nullopt;
+    if (arg ? row.dtype != ir::DType::kI32 : !(ir::is_float(row.dtype) || p.integer_row_op())) return std::nullopt;
   }
-  if (!builder.finish(region.outputs)) return std::nullopt;
   return p;
 }
 

@@ -1,6 +1,7 @@
 // Row programs: a fusion region made of pointwise ops (arithmetic, comparisons, where, unary math,
 // activations, casts between float, i32 and bool) around at most one row op (rmsnorm, layer_norm,
-// softmax, log_softmax, a reduction, argmax/argmin, cumsum/cumprod), as plain data. The row
+// softmax, log_softmax, a reduction, argmax/argmin, cumsum/cumprod; the row op reads floats, except
+// sum, max, min and prod, which may reduce i32 values to an i32 result), as plain data. The row
 // families (rmsnorm, layernorm, softmax, reduction, scan, elementwise, columns) match regions through
 // it, keep it in their configuration records (serialized as match facts and roles, see
 // encode_row_program) and the renderers turn it into straight-line device code
@@ -72,6 +73,8 @@ struct RowProgram {
   ir::OpKind row_op() const { return row_step < 0 ? ir::OpKind::kAdd : steps[static_cast<size_t>(row_step)].op; }
   bool has_row_op() const { return row_step >= 0; }
   bool column_form() const { return reduce_lead >= 0; }
+  // A sum, max, min or product of i32 values: accumulated in int (the reduction family's row form).
+  bool integer_row_op() const;
   // A row op whose result has the input's shape (norms, softmax, scans), not one value per row.
   bool elementwise_row_op() const;
   int64_t rows_per_token() const;  // rows = rows_per_token * T + rows_fixed

@@ -1,0 +1,60 @@
+"""bench/kernelbench.py's record of a problem the capture refuses: a random reference (dropout in training
+mode, KernelBench L2 66) is unsupported and counts as incorrect; any other refusal is a capture failure."""
+import importlib.util
+import pathlib
+import tempfile
+import unittest
+
+from helpers import capture_cli, requires_torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+DROPOUT = """\
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dropout = torch.nn.Dropout(0.2)
+
+    def forward(self, x):
+        return torch.softmax(self.dropout(x), dim=1)
+
+def get_inputs(): return [torch.randn(4, 8)]
+def get_init_inputs(): return []
+"""
+
+
+def harness():
+    spec = importlib.util.spec_from_file_location("kernelbench_harness", ROOT / "bench" / "kernelbench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@requires_torch
+class KernelBenchHarnessTest(unittest.TestCase):
+    def test_a_random_reference_is_unsupported_and_incorrect(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            problem = pathlib.Path(tmp) / "dropper.py"
+            problem.write_text(DROPOUT)
+            result = capture_cli("module", str(problem), "-o", str(pathlib.Path(tmp) / "out"))
+        self.assertEqual(result.returncode, 1)
+        kb = harness()
+        entry = kb.capture_failure(result.stderr.strip())
+        self.assertTrue(entry["unsupported"])
+        self.assertFalse(entry["compiled"])
+        self.assertTrue(entry["reason"].startswith("unsupported: the reference is random (aten.native_dropout.default"), entry)
+        self.assertIn("dropper.py:9 in forward", entry["reason"])
+        summary = kb.summarize([{"level": 2, "problem": "66_dropper", "dtype": "f32", "correct": False, **entry}])
+        self.assertEqual(summary["unsupported"], 1)
+        self.assertEqual(summary["fast_0"], 0)
+
+    def test_another_refusal_is_a_capture_failure(self):
+        entry = harness().capture_failure("capture: aten.sort.default has no IR equivalent (sorter.py:5 in forward)")
+        self.assertNotIn("unsupported", entry)
+        self.assertTrue(entry["reason"].startswith("capture failed: "))
+
+
+if __name__ == "__main__":
+    unittest.main()
