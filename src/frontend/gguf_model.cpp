@@ -10,7 +10,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "frontend/dequant.h"
+#include "ir/quant.h"
 
 namespace agentcompile::frontend {
 
@@ -253,7 +253,7 @@ Status GgufStore::read_f32(const std::string& name, std::vector<float>& out) con
   if (it == entries_.end()) return error(ErrorCode::kNotFound, source() + ": no tensor '" + name + "'");
   const GgufTensorInfo& tensor = *it->second.tensor;
   out.resize(static_cast<size_t>(tensor.elements));
-  const Status status = dequantize(tensor.dtype, file_->bytes(tensor), tensor.elements, out.data());
+  const Status status = ir::dequantize(tensor.dtype, file_->bytes(tensor), tensor.elements, out.data());
   if (!status.is_ok()) return status.with_context(source() + ": tensor '" + tensor.name + "': ");
   if (it->second.rope_heads > 0) {
     const int64_t rows = tensor.dims.back();  // outermost ggml dim = HF rows (a bias has only this one)
