@@ -56,7 +56,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_flag("--no-context-tuning", [options](int64_t) { options->context_tuning = false; },
                 "Keep the decode layer's picks made with each kernel timed alone (no timing of the layer as a chain)");
   cmd->add_option("--max-candidates", options->max_candidates, "Candidates per region")->check(CLI::Range(1, 64));
-  cmd->add_flag("--dump-ir", options->dump_ir, "Write the IR and the region listings into OUT/ir");
+  cmd->add_flag("--dump-ir", options->dump_ir, "Write the IR as captured and a listing after each stage into OUT/ir");
   cmd->add_flag("--force", options->force, "Recompile even when an up-to-date artifact exists");
   cmd->add_option("--cache-dir", *cache, "NVRTC, artifact and tuning database cache (default ~/.cache/agentcompile)");
   cmd->add_option("--seeds", options->seeds, "Validation seeds (each with 2 input distributions)")->check(CLI::Range(1, 16));

@@ -4,7 +4,7 @@
 // Times (a) each configuration launched back to back with programmatic dependent launch, as the
 // tuner does, and (b) a Qwen3-1.7B decode layer's four GEMVs (QKV, o_proj, gate/up, down) over 28
 // layers of distinct weights, captured in a CUDA graph, from the picks of one compile and by coordinate
-// descent over the alternatives (what driver/context_tuning.cpp now does inside the compiler). Shapes
+// descent over the alternatives (what pipeline/context_tune.cpp now does inside the compiler). Shapes
 // are compile-time constants in the wrappers, as in the generated kernels, so register counts match
 // NVRTC's. Results: bench/results/2026-11-24-h200/decode-round8/gemv-chain/.
 //   nvcc -O3 -std=c++20 --use_fast_math -arch=sm_90a -Isrc/kernels bench/micro/gemv_chain.cu -o gemv_chain && ./gemv_chain

@@ -41,12 +41,12 @@ struct CompileOptions {
   std::string device_profile;         // "" : probe the GPU, else a named profile (h100, h200, a100)
   bool no_gpu = false;                // compile only: no admission or timing even if a GPU is present
   int max_candidates = 8;             // per region
-  bool dump_ir = false;               // write the IR and region listings after each phase
+  bool dump_ir = false;               // write the IR as captured and a listing after each stage into OUT/ir
   bool force = false;                 // recompile even when an up-to-date artifact exists
   int seeds = 3;                      // validation seeds (x 2 input distributions)
   int repetitions = 30;               // timed repetitions per candidate and bucket
   bool verbose = false;               // a progress line per advisor exchange, with its reply
-  bool context_tuning = true;         // re-pick the decode layer's kernels timed as a chain of the layer (driver/context_tuning.h)
+  bool context_tuning = true;         // re-pick the decode layer's kernels timed as a chain of the layer (pipeline/context_tune.cpp)
   // A candidate whose fastest screening sample is this fraction slower than the best median so far
   // at a size stops timing there (tune::kEarlyStopMargin); 0: every validated candidate is timed in full.
   double early_stop_margin = 0.25;

@@ -1,9 +1,10 @@
-// Dispatch from a candidate's family to its renderer, and the helpers renderers share.
+// Dispatch from a candidate's family to its renderer (the generated renderer table), and the
+// helpers renderers share.
 #include "codegen/render.h"
 
 #include <cstdio>
 
-#include "codegen/renderers/renderers.h"
+#include "codegen/renderers/renderer.h"
 
 namespace agentcompile::codegen {
 
@@ -30,18 +31,16 @@ std::string slot_expression(const std::string& slot) {
   return "a." + slot.substr(0, digit) + "[" + slot.substr(digit) + "]";
 }
 
-std::string role_pointer(const plan::Match& match, const std::string& role, const std::string& type, bool is_const) {
-  auto it = match.roles.find(role);
-  if (it == match.roles.end()) return "nullptr";
-  const std::string expr = slot_expression(it->second);
-  if (expr.empty()) return "nullptr";
-  return "static_cast<" + std::string(is_const ? "const " : "") + type + "*>(" + expr + ")";
+std::string template_args(const std::vector<TemplateArg>& args) {
+  std::string text;
+  for (const TemplateArg& arg : args) text += (text.empty() ? "/*" : ", /*") + arg.name + "=*/" + arg.value;
+  return text;
 }
 
-bool family_places_producer_wait(const std::string& family) {
-  // gemv.cuh issues its first weight loads, which read no activation, before it waits;
-  // attention_decode.cuh its first loads of cache rows that earlier steps wrote.
-  return family == "gemv" || family == "attention_decode";
+std::string slot_pointer(const std::string& slot, const std::string& type, bool is_const) {
+  const std::string expr = slot_expression(slot);
+  if (expr.empty()) return "nullptr";
+  return "static_cast<" + std::string(is_const ? "const " : "") + type + "*>(" + expr + ")";
 }
 
 bool has_generated_launch(const plan::Candidate& candidate) {
@@ -53,11 +52,10 @@ bool has_generated_launch(const plan::Candidate& candidate) {
 Expected<std::string> render_source(const plan::Candidate& candidate) {
   if (!has_generated_launch(candidate))
     return error(ErrorCode::kInvalidArgument, candidate.id + " (" + candidate.family + ") is library calls only: it has no source");
-  for (const auto& [family, renderer] : renderers()) {
-    if (family != candidate.family) continue;
-    return family_places_producer_wait(candidate.family) ? renderer(candidate) : with_producer_wait(renderer(candidate));
-  }
-  return error(ErrorCode::kInternal, "no renderer for template family '" + candidate.family + "'");
+  const auto& table = renderer_table();
+  const auto it = table.find(candidate.family);
+  if (it == table.end()) return error(ErrorCode::kInternal, "no renderer for template family '" + candidate.family + "'");
+  return it->second(candidate);
 }
 
 // Programmatic dependent launch: the runtime may start a kernel before the one it follows has

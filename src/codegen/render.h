@@ -1,9 +1,12 @@
-// Rendering candidates to CUDA sources. Each family's renderer writes a typed params struct from
-// the candidate's match and params and calls the family's template; nothing from outside the
-// candidate space (least of all advisor text) reaches the source.
+// Rendering candidates to CUDA sources. Each family's renderer (codegen/renderers/renderer.h) writes
+// a typed params struct from the candidate's configuration record and calls the family's template;
+// nothing from outside the candidate space (least of all advisor text) reaches the source.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agentcompile/status.h"
 #include "plan/candidate.h"
@@ -26,16 +29,24 @@ std::string float_literal(float value);
 // "in3" -> "a.in[3]": how a wrapper reads an interface slot of ac::RegionArgs `a` ("workspace": a.workspace).
 std::string slot_expression(const std::string& slot);
 
-// "static_cast<const T*>(a.in[3])" for a role of the match, or "nullptr" when the role is absent.
-std::string role_pointer(const plan::Match& match, const std::string& role, const std::string& type, bool is_const);
+// One template argument, named after the template's own parameter (src/kernels): {"THREADS", 256}.
+struct TemplateArg {
+  TemplateArg(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+  TemplateArg(std::string n, const char* v) : name(std::move(n)), value(v) {}
+  TemplateArg(std::string n, int64_t v) : name(std::move(n)), value(std::to_string(v)) {}
+  std::string name, value;
+};
+// The arguments of a template call in generated code, each named so the source reads without
+// counting positions: "/*T=*/__half, /*THREADS=*/256". Every renderer writes its template arguments
+// through this (the comments are the only thing they add to the code).
+std::string template_args(const std::vector<TemplateArg>& args);
+
+// "static_cast<const T*>(a.in[3])" for an interface slot, or "nullptr" for none ("").
+std::string slot_pointer(const std::string& slot, const std::string& type, bool is_const);
 
 // Inserts the programmatic-dependent-launch wait (ac::wait_for_producer_grid) as the first
 // statement of every kernel in `source` (every function with the RegionArgs signature), followed by
 // the trigger that lets the next kernel launch (ac::launch_dependent_grids).
 std::string with_producer_wait(std::string source);
-
-// True for families whose template places the wait and trigger itself, after loads that read only
-// weights (so they overlap the producer); render_source leaves their source as it is.
-bool family_places_producer_wait(const std::string& family);
 
 }  // namespace agentcompile::codegen

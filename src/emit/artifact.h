@@ -22,65 +22,29 @@
 #include "emit/artifact_record.h"
 #include "emit/artifact_store.h"
 #include "plan/planner.h"
+#include "plan/sizes.h"
 #include "tune/admission.h"
 #include "tune/admission_times.h"
+#include "tune/search.h"
+#include "tune/selection.h"
 
 namespace agentcompile::emit {
-
-// A range of calls that shares one selection. Prefill buckets are ranges of the token count T;
-// decode (T = 1) buckets are ranges of the context, the keys a step's attention reads, since that
-// is what a decode attention kernel's time follows (the runtime captures one decode graph per
-// bucket). A context range of 0..0 means any context.
-struct Bucket {
-  std::string name;     // "decode", "decode-c4097-16384", "t1-64", "t65-512", ...
-  int64_t min_tokens = 1;
-  int64_t max_tokens = 1;
-  int64_t timing_tokens = 1;  // the T candidates are timed at for this bucket
-  int64_t min_context = 0;    // keys read by the call's attention: [min_context, max_context]
-  int64_t max_context = 0;
-  int64_t timing_context = 0; // the context candidates whose time follows it are timed at
-  bool bounds_context() const { return max_context > 0; }
-};
-
-struct Selection {
-  std::string bucket;
-  int candidate = -1;          // index into the region's candidates; -1: none usable
-  std::string reason;
-  bool measured = false;
-};
-
-// How the region's candidates were searched: the measuring order, the budget and what it cost.
-struct SearchRecord {
-  std::vector<int> order;        // candidate indices in measuring order
-  std::string order_source = "heuristic";  // "heuristic" | "advisor"
-  int budget = 0;                // candidates to measure; 0: every one
-  std::vector<bool> measured;    // per candidate: admitted (validated or rejected) and, if valid, timed
-  int spent = 0;                 // candidates admitted
-  bool exhaustive = false;       // every candidate was admitted: regret against the best is known
-  std::string note;              // no GPU, continued past the budget, ablation
-  struct BucketOutcome {
-    std::string bucket;
-    int rank = 0;                     // 1-based position of the selected candidate in `order`; 0: none
-    std::optional<double> regret;     // (selected - best) / best over every candidate; unset: not measured
-  };
-  std::vector<BucketOutcome> buckets;
-};
 
 struct CompiledRegion {
   std::string id;              // "decode.r3"
   plan::RegionPlan plan;
   std::vector<codegen::CompileResult> compiled;   // per candidate
   std::vector<tune::CandidateResult> results;     // per candidate (admission), empty without a GPU
-  std::vector<Selection> selections;              // per bucket of the region's function
+  std::vector<tune::Selection> selections;        // per bucket of the region's function
   advisor::RegionAdvice advice;                   // what the advisor said and its fate
-  SearchRecord search;
+  tune::SearchRecord search;                      // the measuring order, the budget, what was measured
   tune::AdmissionTimes admission_times;           // what admitting this region cost, stage by stage
 };
 
 struct CompiledFunction {
   std::string name;
   analysis::RegionPartition partition;
-  std::vector<Bucket> buckets;
+  std::vector<plan::Bucket> buckets;
   std::vector<int> unique_of_region;  // partition region -> index into regions_ of the artifact
 };
 
@@ -111,9 +75,9 @@ struct Artifact {
   nlohmann::json advice_record;    // advice.json; null without an advisor
   nlohmann::json ablation;         // ablation.json; null unless --ablate-advisor
   std::string ablation_table;      // the ablation as text (report.md and the CLI)
-  nlohmann::json context_tuning;   // per decode bucket: the layer timed as a chain (driver/context_tuning.h); null: not run
+  nlohmann::json context_tuning;   // per decode bucket: the layer timed as a chain (tune/layer_chain.h); null: not run
   tune::AdmissionTimes admission_times;  // admission's stages summed over the regions and the chains
-  nlohmann::json tuning;           // the tuning database and early stop: path, reuse counts, warnings (driver/admit_regions.h)
+  nlohmann::json tuning;           // the tuning database and early stop: path, reuse counts, warnings (tune/tuning_db.h)
   std::map<std::string, std::string> ir_dumps;  // --dump-ir: listings by file name, written into ir/ beside module.ir
 };
 

@@ -110,7 +110,7 @@ json advice_json(const CompiledRegion& region) {
 
 // The measuring order, the budget, what was measured, and where each selection ranked.
 json search_json(const CompiledRegion& region) {
-  const SearchRecord& s = region.search;
+  const tune::SearchRecord& s = region.search;
   auto id = [&](int i) { return region.plan.candidates[static_cast<size_t>(i)].id; };
   json order = json::array(), measured = json::array();
   for (int i : s.order) {

@@ -29,6 +29,7 @@ Expected<ModelModule> model_module(const frontend::ModelSource& source) {
   analysis::RecognizeReport report;
   AC_ASSIGN_OR_RETURN(out.module, analysis::recognize_module(std::move(module), &report));
   for (const auto& [pass, count] : report.fired) out.recognized.push_back(pass + ": " + std::to_string(count));
+  out.raised = !report.fired.empty();
   for (const auto& note : report.notes) out.recognized.push_back(note);
   out.ir_text = print_without_locations(out.module);
   return out;

@@ -18,6 +18,7 @@ struct ModelModule {
   std::string ir_text;                  // the module printed without source locations: the artifact's IR and key,
                                         // so a capture and a builder that agree on the graph share one artifact
   std::vector<std::string> recognized;  // "rmsnorm: 57", one line per rule that fired (captured models)
+  bool raised = false;                  // recognition rewrote the captured module (some rule fired)
 };
 
 Expected<ModelModule> model_module(const frontend::ModelSource& source);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,10 @@ struct Launch {
   std::map<std::string, std::string> library_args;
 };
 
-// What a template family learned when it matched a region: the mapping of its roles to the
-// region's interface slots ("in0", "out1", "w2", "state0"), integer facts (sizes) and a variant.
+// The serialized view of what a template family matched in a region (metadata.json's "variant",
+// "roles", "facts", "dtype" and "out_dtype"; the tuning database and the advisor read it too): the
+// mapping of its roles to the region's interface slots ("in0", "out1", "w2", "state0"), integer facts
+// (sizes) and a variant. Each family writes it from its typed record (FamilyConfig::match_view).
 struct Match {
   std::string variant;
   std::map<std::string, std::string> roles;
@@ -45,13 +48,27 @@ struct Match {
 
 using ParamSet = std::map<std::string, int64_t>;
 
+// A candidate's configuration: its family's own typed record (plan/families/<family>.h: GemvConfig,
+// RopeKvConfig, ...), what the family matched in the region and the choice's parameters. The family
+// builds candidates from it and its renderer reads it; no string map passes between them. The views
+// are the candidate's serialized form; a family spells its key names there and nowhere else.
+struct FamilyConfig {
+  virtual ~FamilyConfig() = default;
+  virtual Match match_view() const = 0;
+  virtual ParamSet params_view() const = 0;
+  virtual bool fallback() const = 0;  // the family's conservative choice (its params_view says "fallback": 1)
+};
+
 struct Candidate {
   std::string id;             // "c0", "c1", ... in the region's heuristic order
   std::string family;         // template family: gemv, rmsnorm, rope_kv, attention_decode, cublas_gemm, ...
   std::string template_file;  // header under src/kernels that owns the code ("" for library calls)
   std::string fusion;         // full | partial | none
-  Match match;
+  Match match;                // the serialized views of `config`, or as read back from metadata.json
   ParamSet params;            // schedule, memory and parallelism choices
+  // The typed record the family's renderer reads; null for a candidate read back from metadata.json,
+  // which the runtime only launches.
+  std::shared_ptr<const FamilyConfig> config;
   std::vector<Launch> launches;
   int64_t workspace_bytes_per_token = 0;  // scratch the launches share: per_token * T + fixed
   int64_t workspace_bytes_fixed = 0;
@@ -65,5 +82,12 @@ struct Candidate {
 
   std::string name() const { return spelled_name.empty() ? id : spelled_name; }
 };
+
+// The candidate's configuration as `Config` (its family's record), or null: a candidate read back
+// from metadata.json, or another family's.
+template <class Config>
+const Config* config_as(const Candidate& candidate) {
+  return dynamic_cast<const Config*>(candidate.config.get());
+}
 
 }  // namespace agentcompile::plan

@@ -39,28 +39,6 @@ std::string unimplemented_reason(const RegionContext& ctx) {
   return text;
 }
 
-Candidate make_candidate(const TemplateFamily& family, const Match& match, const TemplateFamily::Choice& choice) {
-  Candidate c;
-  c.family = family.name();
-  c.template_file = family.template_file();
-  c.match = match;
-  c.params = choice.params;
-  c.score = choice.score;
-  c.notes = choice.notes;
-  c.form = choice.form;
-  c.launches = family.launches(match, choice.params);
-  c.spelled_name = family.kernel_name(match, choice.params);
-  c.workspace_bytes_per_token = family.workspace_bytes_per_token(match, choice.params);
-  c.workspace_bytes_fixed = family.workspace_bytes_fixed(match, choice.params);
-  c.source_class = c.launches.size() == 1 && c.launches.front().library ? "library" : "generated";
-  bool any_library = false;
-  for (const auto& launch : c.launches) any_library |= launch.library;
-  if (any_library) c.source_class = "library";
-  c.fusion = c.launches.size() == 1 ? "full" : any_library ? "partial" : "full";
-  if (choice.params.count("fallback")) c.fallback = true;
-  return c;
-}
-
 }  // namespace
 
 std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Function& function,
@@ -78,12 +56,11 @@ std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Functi
 
     std::vector<Candidate> all;
     for (const TemplateFamily* family : all_families()) {
-      const bool generated_matmul = family->name() == "gemv" || family->name() == "gemm";
-      if (options.library_matmuls && generated_matmul) continue;
-      auto match = family->match(ctx);
-      if (!match) continue;
+      if (options.library_matmuls && ctx.region->kind == analysis::RegionKind::kMatmul && !family->library()) continue;
+      auto candidates = family->candidates(ctx, device);
+      if (!candidates) continue;
       plan.families_matched.push_back(family->name());
-      for (const auto& choice : family->param_space(*match, device)) all.push_back(make_candidate(*family, *match, choice));
+      for (Candidate& c : *candidates) all.push_back(std::move(c));
     }
     plan.enumerated = static_cast<int>(all.size());
     if (all.empty()) {

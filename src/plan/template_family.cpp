@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "plan/families.h"
-
 namespace agentcompile::plan {
 
 std::string RegionContext::slot_of(ir::ValueId value) const {
@@ -28,8 +26,30 @@ std::string RegionContext::slot_of(ir::ValueId value) const {
 
 std::string dtype_tag(ir::DType dtype) { return std::string(ir::dtype_name(dtype)); }
 
+Candidate complete_candidate(const TemplateFamily& family, Candidate c) {
+  c.family = family.name();
+  c.template_file = family.template_file();
+  c.match = c.config->match_view();
+  c.params = c.config->params_view();
+  c.fallback = c.config->fallback();
+  bool any_library = false;
+  for (const auto& launch : c.launches) any_library |= launch.library;
+  c.source_class = any_library ? "library" : "generated";
+  c.fusion = c.launches.size() == 1 || !any_library ? "full" : "partial";
+  return c;
+}
+
 const std::vector<const TemplateFamily*>& all_families() {
-  static const std::vector<const TemplateFamily*> families = {&gemv_family(), &rmsnorm_family(), &embedding_family(), &elementwise_family(), &softmax_family(), &reduction_family(), &rope_kv_family(), &attention_decode_family(), &gemm_family(), &attention_prefill_family(), &cublas_family(), &attention_reference_family(), &layernorm_family(), &scan_family(), &column_family(), &copy_family(), &gather_family()};
+  static const std::vector<const TemplateFamily*> families = [] {
+    std::vector<FamilyRegistration> registered = registered_families();
+    // By order; the name breaks a tie, so the order never depends on the registry's listing.
+    std::sort(registered.begin(), registered.end(), [](const FamilyRegistration& a, const FamilyRegistration& b) {
+      return a.order != b.order ? a.order < b.order : a.family->name() < b.family->name();
+    });
+    std::vector<const TemplateFamily*> out;
+    for (const FamilyRegistration& r : registered) out.push_back(r.family);
+    return out;
+  }();
   return families;
 }
 

@@ -30,7 +30,7 @@ namespace agentcompile::tune {
 inline constexpr int kAdmissionVersion = 2;  // 2: weights drawn by key, ziggurat normals, chunk streams apart
 
 // A candidate whose fastest screening sample is more than this fraction slower than the best median
-// at that size stops early. Above the decode layer's alternative slack (driver/context_tuning.h), so a
+// at that size stops early. Above the decode layer's alternative slack (tune/layer_chain.h), so a
 // candidate that stops early could never have been an alternative there either.
 inline constexpr double kEarlyStopMargin = 0.25;
 

@@ -29,7 +29,7 @@ struct AdmissionTimes {
   double validation_check_s = 0;   // per case: outputs read back and compared; inputs and weights checked unchanged
   double timing_buffers_s = 0;     // rotating buffer sets allocated and filled
   double timing_run_s = 0;         // warm-up, the batch probe and the timed repetitions
-  double chain_s = 0;              // the decode layer timed as a chain (driver/context_tuning.h)
+  double chain_s = 0;              // the decode layer timed as a chain (tune/layer_chain.h)
   int workers = 0;                 // worker processes started (one, plus one after each fault)
   int candidates = 0, validated = 0, timings = 0, stopped_early = 0;
 

@@ -9,17 +9,15 @@
 
 #include "agentcompile/status.h"
 #include "ir/graph.h"
+#include "plan/sizes.h"
 #include "tune/admission_times.h"
 #include "tune/host_data.h"
 #include "tune/weight_cache.h"
 
 namespace agentcompile::tune {
 
-struct RegionBindings {
-  int64_t T = 1;    // tokens of the call
-  int64_t L = 256;  // cache rows allocated
-  int32_t pos = 0;  // first position of the call
-};
+// Where a region runs (T, cache rows, first position); the sizes themselves are plan's (plan/sizes.h).
+using RegionBindings = plan::RegionBindings;
 
 // A region's weights, one per weight slot; a tensor may be shared with other regions (weight_cache.h).
 using RegionWeights = std::vector<std::shared_ptr<const TestTensor>>;

@@ -12,7 +12,7 @@
 //   validation  the candidate's fingerprint, the validation size, seeds and input distributions;
 //   timing      the candidate's fingerprint, one timing size (one bucket's), warm-up, repetitions
 //               and screening samples;
-//   anything else the caller puts (the decode layer's chain results, driver/admit_regions.cpp).
+//   anything else the caller puts (the decode layer's chain results, pipeline/admission_session.cpp).
 // A candidate's fingerprint is its NVRTC compile key (SHA-256 of its source, the kernel headers, the
 // arch and NVRTC version) and every field of the record that shapes its launches, so a kernel that
 // changes in any way is a new entry, never a stale hit.

@@ -21,7 +21,7 @@
 #include "analysis/extract.h"
 #include "analysis/regions.h"
 #include "analysis/summary.h"
-#include "driver/buckets.h"
+#include "plan/sizes.h"
 #include "frontend/model_builder.h"
 #include "tune/admission_steps.h"
 #include "tune/region_cases.h"
@@ -90,11 +90,10 @@ int main(int argc, char** argv) {
   for (const char* name : {"prefill", "decode"}) {
     const ir::Function& function = *module->find_function(name);
     const auto partition = analysis::form_regions(*module, function, analysis::RegionOptions{});
-    const ir::SymbolBindings summary_bindings = std::string(name) == "decode" ? ir::SymbolBindings{1, 2048} : ir::SymbolBindings{512, 512};
-    const auto unique = analysis::unique_regions(*module, function, partition, summary_bindings);
-    const auto buckets = driver::buckets_for(function, config->max_position_embeddings);
+    const auto unique = analysis::unique_regions(*module, function, partition, plan::summary_bindings(name, 1));
+    const auto buckets = plan::buckets_for(function, config->max_position_embeddings);
     for (const auto& u : unique) {
-      const tune::RegionBindings bindings = driver::validation_bindings(name, u.summary, 1);
+      const tune::RegionBindings bindings = plan::validation_bindings(name, u.summary, 1);
       const std::string id = std::string(name) + ".r" + std::to_string(u.id);
       if (!only.empty() && id.find(only) == std::string::npos) continue;
       auto region_module = analysis::extract_region(*module, function, partition.regions[static_cast<size_t>(u.sites.front())]);
@@ -113,7 +112,7 @@ int main(int argc, char** argv) {
       // Timing data at every timing size (one case each, no reference), as upload_timing_sets draws it.
       auto start = Clock::now();
       cpu = cpu_now();
-      for (const auto& size : driver::timing_sizes(name, u.summary, buckets)) {
+      for (const auto& size : plan::timing_sizes(name, u.summary, buckets)) {
         auto timing_layout = tune::region_layout(*region_module, size);
         if (!timing_layout) return std::fprintf(stderr, "%s\n", timing_layout.status().to_string().c_str()), 1;
         const tune::RegionCase data = tune::random_case(*region_module, *timing_layout, size, weights, 1, tune::Distribution::kNormal);

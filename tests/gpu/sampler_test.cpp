@@ -28,7 +28,7 @@ struct Rig {
     auto context = gpu::CudaContext::create();
     EXPECT_TRUE(context) << context.status().to_string();
     rig.context = std::move(*context);
-    // The sampler kernel as a compile builds it into the artifact (driver/compile.cpp).
+    // The sampler kernel as a compile builds it into the artifact (pipeline/generate.cpp).
     codegen::NvrtcOptions nvrtc;
     nvrtc.arch = gpu::nvrtc_arch(rig.context->info());
     nvrtc.cache_dir = std::filesystem::path(AC_BINARY_DIR) / "sampler-test-nvrtc";

@@ -1,17 +1,17 @@
 # The runtime does not link the compiler (DESIGN.md: "the runtime never links the compiler"):
 #   1. ac_runtime's whole link closure, as CMake resolved it at configure time (LINK_CLOSURE, a file
 #      with one entry a line), names no compiler library (NVRTC and the code generator, the tuner, the
-#      compile driver, the artifact writer, the advisor and libcurl, compile on first use);
+#      compile pipeline, the artifact writer, the advisor and libcurl, compile on first use);
 #   2. libagentcompile_runtime.so (RUNTIME_SO, when built) needs neither libnvrtc nor libcurl and has
 #      no undefined nvrtc* or curl_* symbol;
-#   3. no file under src/runtime includes a header of tune/, driver/, codegen/, advisor/ or first_use/.
+#   3. no file under src/runtime includes a header of tune/, pipeline/, codegen/, advisor/ or first_use/.
 # Run by ctest as runtime_does_not_link_the_compiler:
 #   cmake -DLINK_CLOSURE=... -DRUNTIME_SO=... -DSOURCE_DIR=... -DREADELF=... -DNM=... -P runtime_layering.cmake
 set(failures "")
 
 file(STRINGS "${LINK_CLOSURE}" closure)
 foreach(entry IN LISTS closure)
-  if(entry MATCHES "^(ac_codegen|ac_tune|ac_driver|ac_emit|ac_advisor|ac_first_use)$" OR entry MATCHES "nvrtc|curl")
+  if(entry MATCHES "^(ac_codegen|ac_tune|ac_pipeline|ac_emit|ac_advisor|ac_first_use)$" OR entry MATCHES "nvrtc|curl")
     list(APPEND failures "ac_runtime links ${entry}")
   endif()
 endforeach()
@@ -41,7 +41,7 @@ endif()
 
 file(GLOB runtime_files "${SOURCE_DIR}/src/runtime/*")
 foreach(path IN LISTS runtime_files)
-  file(STRINGS "${path}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"(tune|driver|codegen|advisor|first_use)/")
+  file(STRINGS "${path}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"(tune|pipeline|codegen|advisor|first_use)/")
   foreach(line IN LISTS includes)
     get_filename_component(name "${path}" NAME)
     list(APPEND failures "src/runtime/${name}: ${line}")

@@ -2,7 +2,7 @@
 // stage is which; the progress estimate of the time left follows the pace of measured candidates.
 #include <gtest/gtest.h>
 
-#include "driver/admit_regions.h"
+#include "pipeline/admission_session.h"
 #include "tune/admission_times.h"
 
 namespace agentcompile {
@@ -42,12 +42,12 @@ TEST(AdmissionTimes, SumRoundTripAndNameEveryStage) {
 }
 
 TEST(AdmissionProgress, TimeLeftFollowsThePaceOfMeasuredCandidates) {
-  EXPECT_LT(driver::admission_eta_s(0, 0, 100, 0.0), 0) << "nothing measured: unknown";
-  EXPECT_LT(driver::admission_eta_s(40, 40, 100, 0.2), 0) << "only database hits so far: unknown";
-  EXPECT_DOUBLE_EQ(driver::admission_eta_s(10, 0, 100, 20.0), 180.0);  // 2 s a candidate, 90 left
-  EXPECT_DOUBLE_EQ(driver::admission_eta_s(20, 10, 100, 20.0), 160.0) << "database hits cost nothing";
-  EXPECT_DOUBLE_EQ(driver::admission_eta_s(100, 0, 100, 50.0), 0.0);
-  EXPECT_DOUBLE_EQ(driver::admission_eta_s(120, 0, 100, 50.0), 0.0) << "past the total (a region went on past its budget)";
+  EXPECT_LT(pipeline::admission_eta_s(0, 0, 100, 0.0), 0) << "nothing measured: unknown";
+  EXPECT_LT(pipeline::admission_eta_s(40, 40, 100, 0.2), 0) << "only database hits so far: unknown";
+  EXPECT_DOUBLE_EQ(pipeline::admission_eta_s(10, 0, 100, 20.0), 180.0);  // 2 s a candidate, 90 left
+  EXPECT_DOUBLE_EQ(pipeline::admission_eta_s(20, 10, 100, 20.0), 160.0) << "database hits cost nothing";
+  EXPECT_DOUBLE_EQ(pipeline::admission_eta_s(100, 0, 100, 50.0), 0.0);
+  EXPECT_DOUBLE_EQ(pipeline::admission_eta_s(120, 0, 100, 50.0), 0.0) << "past the total (a region went on past its budget)";
 }
 
 }  // namespace

@@ -8,9 +8,10 @@
 #include <numeric>
 #include <set>
 
-#include "driver/search.h"
+#include "tune/ablation.h"
+#include "tune/search.h"
 
-namespace agentcompile::search {
+namespace agentcompile::tune {
 namespace {
 
 TEST(SearchBudget, PrefixContinuesUntilOneValidates) {
@@ -24,14 +25,19 @@ TEST(SearchBudget, PrefixContinuesUntilOneValidates) {
   EXPECT_EQ(budget_prefix(order, std::vector<bool>(5, false), 1), order);  // none validates: everything
 }
 
-emit::CompiledRegion region_of(size_t n) {
-  emit::CompiledRegion region;
-  region.id = "decode.r6";
-  region.plan.sites = {1, 2, 3};
+// A region of `n` candidates c0..c(n-1), every one compiled.
+struct Region {
+  std::vector<plan::Candidate> candidates;
+  std::vector<codegen::CompileResult> compiled;
+  AdmittedRegion admitted;
+};
+
+Region region_of(size_t n) {
+  Region region;
   for (size_t i = 0; i < n; ++i) {
     plan::Candidate c;
     c.id = "c" + std::to_string(i);
-    region.plan.candidates.push_back(c);
+    region.candidates.push_back(c);
     codegen::CompileResult compiled;
     compiled.ok = true;
     region.compiled.push_back(compiled);
@@ -39,18 +45,20 @@ emit::CompiledRegion region_of(size_t n) {
   return region;
 }
 
+Status admit(Region& region, const AdmitFn& fn) { return admit_with_budget("decode.r6", region.candidates, region.compiled, region.admitted, fn); }
+
 // Admits by a table: candidate id -> validated latency (absent: rejected); records every call.
 struct FakeAdmission {
   std::map<std::string, double> latency;
   std::vector<std::vector<std::string>> calls;
   AdmitFn fn() {
     return [this](const std::vector<int>& indices) {
-      std::vector<tune::CandidateResult> results;
+      std::vector<CandidateResult> results;
       calls.emplace_back();
       for (int i : indices) {
         const std::string id = "c" + std::to_string(i);  // as region_of names them
         calls.back().push_back(id);
-        tune::CandidateResult r;
+        CandidateResult r;
         r.id = id;
         auto it = latency.find(id);
         r.validated = it != latency.end();
@@ -59,64 +67,64 @@ struct FakeAdmission {
         else r.rejection = "wrong numbers";
         results.push_back(r);
       }
-      return Expected<std::vector<tune::CandidateResult>>(results);
+      return Expected<std::vector<CandidateResult>>(results);
     };
   }
 };
 
 TEST(SearchBudget, AdmitsOnlyTheBudgetInOrderAndMapsResultsBack) {
-  emit::CompiledRegion region = region_of(5);
-  region.search.order = {3, 1, 0, 2, 4};
-  region.search.order_source = "advisor";
-  region.search.budget = 2;
+  Region region = region_of(5);
+  SearchRecord& search = region.admitted.search;
+  search.order = {3, 1, 0, 2, 4};
+  search.order_source = "advisor";
+  search.budget = 2;
   FakeAdmission admission{{{"c1", 9.0}, {"c3", 7.0}, {"c4", 1.0}}, {}};
-  ASSERT_TRUE(admit_with_budget(region, admission.fn()).is_ok());
+  ASSERT_TRUE(admit(region, admission.fn()).is_ok());
   ASSERT_EQ(admission.calls.size(), 1u);
   EXPECT_EQ(admission.calls[0], (std::vector<std::string>{"c3", "c1"}));
-  EXPECT_EQ(region.search.measured, (std::vector<bool>{false, true, false, true, false}));
-  EXPECT_EQ(region.search.spent, 2);
-  EXPECT_FALSE(region.search.exhaustive);
-  ASSERT_EQ(region.results.size(), 5u);
-  EXPECT_TRUE(region.results[3].validated);
-  EXPECT_DOUBLE_EQ(region.results[3].timings[0].median_us, 7.0);
-  EXPECT_FALSE(region.results[4].validated);  // c4 would be fastest, but it is outside the budget
-  EXPECT_TRUE(region.results[4].rejection.empty());
-  EXPECT_EQ(region.results[4].id, "c4");
+  EXPECT_EQ(search.measured, (std::vector<bool>{false, true, false, true, false}));
+  EXPECT_EQ(search.spent, 2);
+  EXPECT_FALSE(search.exhaustive);
+  const auto& results = region.admitted.results;
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_TRUE(results[3].validated);
+  EXPECT_DOUBLE_EQ(results[3].timings[0].median_us, 7.0);
+  EXPECT_FALSE(results[4].validated);  // c4 would be fastest, but it is outside the budget
+  EXPECT_TRUE(results[4].rejection.empty());
+  EXPECT_EQ(results[4].id, "c4");
 
   // The selection of that bucket (c3) ranked first; regret unknown without the exhaustive set.
-  region.selections.push_back({"decode", 3, "fastest validated", true});
-  record_outcomes(region, false);
-  ASSERT_EQ(region.search.buckets.size(), 1u);
-  EXPECT_EQ(region.search.buckets[0].rank, 1);
-  EXPECT_FALSE(region.search.buckets[0].regret.has_value());
+  const auto outcomes = selection_outcomes(search, results, {{"decode", 3, "fastest validated", true}}, false);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].rank, 1);
+  EXPECT_FALSE(outcomes[0].regret.has_value());
 }
 
 TEST(SearchBudget, ContinuesOneAtATimeUntilOneValidates) {
-  emit::CompiledRegion region = region_of(5);
-  region.search.order = {3, 1, 0, 2, 4};
-  region.search.budget = 2;
+  Region region = region_of(5);
+  region.admitted.search.order = {3, 1, 0, 2, 4};
+  region.admitted.search.budget = 2;
   FakeAdmission admission{{{"c2", 4.0}, {"c4", 1.0}}, {}};
-  ASSERT_TRUE(admit_with_budget(region, admission.fn()).is_ok());
+  ASSERT_TRUE(admit(region, admission.fn()).is_ok());
   ASSERT_EQ(admission.calls.size(), 3u);
   EXPECT_EQ(admission.calls[1], std::vector<std::string>{"c0"});
   EXPECT_EQ(admission.calls[2], std::vector<std::string>{"c2"});
-  EXPECT_EQ(region.search.spent, 4);
-  EXPECT_NE(region.search.note.find("continued to 4 (c2 validated)"), std::string::npos) << region.search.note;
-  EXPECT_FALSE(region.search.measured[4]);
+  EXPECT_EQ(region.admitted.search.spent, 4);
+  EXPECT_NE(region.admitted.search.note.find("continued to 4 (c2 validated)"), std::string::npos) << region.admitted.search.note;
+  EXPECT_FALSE(region.admitted.search.measured[4]);
 }
 
 TEST(SearchBudget, ExhaustiveSearchKnowsTheRegret) {
-  emit::CompiledRegion region = region_of(3);
-  region.search.budget = 0;  // all; no order given: heuristic
+  Region region = region_of(3);
+  region.admitted.search.budget = 0;  // all; no order given: heuristic
   FakeAdmission admission{{{"c0", 2.0}, {"c1", 1.0}, {"c2", 4.0}}, {}};
-  ASSERT_TRUE(admit_with_budget(region, admission.fn()).is_ok());
-  EXPECT_EQ(region.search.order, (std::vector<int>{0, 1, 2}));
-  EXPECT_TRUE(region.search.exhaustive);
-  region.selections.push_back({"decode", 0, "pretend c0 was chosen", true});
-  record_outcomes(region, false);
-  EXPECT_EQ(region.search.buckets[0].rank, 1);
-  ASSERT_TRUE(region.search.buckets[0].regret.has_value());
-  EXPECT_DOUBLE_EQ(*region.search.buckets[0].regret, 1.0);  // 2 us vs the best 1 us
+  ASSERT_TRUE(admit(region, admission.fn()).is_ok());
+  EXPECT_EQ(region.admitted.search.order, (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(region.admitted.search.exhaustive);
+  const auto outcomes = selection_outcomes(region.admitted.search, region.admitted.results, {{"decode", 0, "pretend c0 was chosen", true}}, false);
+  EXPECT_EQ(outcomes[0].rank, 1);
+  ASSERT_TRUE(outcomes[0].regret.has_value());
+  EXPECT_DOUBLE_EQ(*outcomes[0].regret, 1.0);  // 2 us vs the best 1 us
 }
 
 TEST(SearchRandomOrder, IsADeterministicSeededPermutation) {
@@ -217,4 +225,4 @@ TEST(SearchAblation, RegionsWithoutAValidatedCandidateAreLeftOut) {
 }
 
 }  // namespace
-}  // namespace agentcompile::search
+}  // namespace agentcompile::tune

@@ -12,8 +12,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <thread>
 
+#include "emit/artifact_key.h"
 #include "emit/artifact_store.h"
 #include "emit/output_dir.h"
 #include "support/durable_files.h"
@@ -62,7 +64,7 @@ TEST(ArtifactRecord, ARealArtifactReadsBackAndVerifies) {
   ASSERT_FALSE(record->regions.empty());
   for (const auto& region : record->regions)
     for (const auto& s : region.selections)
-      if (s.candidate) EXPECT_TRUE(region.selected.count(*s.candidate)) << region.id << " " << *s.candidate;
+      if (s.candidate) { EXPECT_TRUE(region.selected.count(*s.candidate)) << region.id << " " << *s.candidate; }
   bool lists_cubin = false;
   for (const auto& file : record->files) lists_cubin |= file.path.rfind("cubin/", 0) == 0;
   EXPECT_TRUE(lists_cubin);
@@ -142,6 +144,35 @@ TEST(ArtifactRecord, VerificationNamesTheDamagedFile) {
   fs::remove(copy / file.path);
   status = verify_artifact_files(copy, *record);
   EXPECT_NE(status.message().find("missing"), std::string::npos) << status.to_string();
+}
+
+// Every part of the key changes it: an artifact is reused only by a compile that would produce it again,
+// so a compiler whose planner or renderers changed (another compiler_sources_hash) does not reuse it.
+TEST(ArtifactKey, EveryPartChangesTheKey) {
+  emit::ArtifactKeyParts base;
+  base.compiler_version = "agentcompile-compiler/6";
+  base.ir_text = "module m\n";
+  base.arch = "sm_90a";
+  base.nvrtc_version = "13.0";
+  base.options = {{"max_candidates", 8}};
+  base.kernel_headers_hash = "k";
+  base.compiler_sources_hash = "s";
+  base.run_sizes = "forward:T=4;";
+  base.runtime_kernels = {"ac_sample"};
+  const std::string key = emit::artifact_key(base);
+  EXPECT_EQ(key, emit::artifact_key(base));
+  std::vector<std::function<void(emit::ArtifactKeyParts&)>> edits = {
+      [](auto& p) { p.compiler_version += "x"; }, [](auto& p) { p.ir_text += "x"; },
+      [](auto& p) { p.arch = "sm_80"; },           [](auto& p) { p.device_profile = "h200"; },
+      [](auto& p) { p.nvrtc_version += "x"; },     [](auto& p) { p.options["max_candidates"] = 4; },
+      [](auto& p) { p.gpu = true; },               [](auto& p) { p.kernel_headers_hash += "x"; },
+      [](auto& p) { p.compiler_sources_hash += "x"; }, [](auto& p) { p.run_sizes += "x"; },
+      [](auto& p) { p.runtime_kernels.clear(); }};
+  for (size_t i = 0; i < edits.size(); ++i) {
+    emit::ArtifactKeyParts edited = base;
+    edits[i](edited);
+    EXPECT_NE(emit::artifact_key(edited), key) << "edit " << i;
+  }
 }
 
 TEST(OutputDir, PathsAreJudgedAgainstTheModelTheCacheAndHome) {

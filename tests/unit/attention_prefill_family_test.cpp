@@ -28,7 +28,7 @@ struct ModelCase {
 constexpr ModelCase kModels[] = {{"qwen3-1.7b.json", 16, 8, 128, 8}, {"llama-3.2-1b.json", 32, 8, 64, 16}};
 
 // Plans of the prefill attention regions of a model.
-std::vector<plan::RegionPlan> attention_plans(const ModelCase& model, ir::DType dtype, const std::string& device,
+std::vector<plan::RegionPlan> attention_plans(const ModelCase& model, ir::DType dtype, const plan::DeviceProfile& device,
                                               int max_candidates = 8) {
   auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/configs/" + model.config);
   EXPECT_TRUE(config.has_value());
@@ -38,13 +38,16 @@ std::vector<plan::RegionPlan> attention_plans(const ModelCase& model, ir::DType 
   const ir::Function& prefill = *module->find_function("prefill");
   auto partition = analysis::form_regions(*module, prefill);
   auto unique = analysis::unique_regions(*module, prefill, partition, {2048, 2048});
-  auto profile = plan::named_device_profile(device);
   plan::PlannerOptions options;
   options.max_candidates = max_candidates;
   std::vector<plan::RegionPlan> out;
-  for (auto& plan : plan::plan_function(*module, prefill, partition, unique, *profile, options))
+  for (auto& plan : plan::plan_function(*module, prefill, partition, unique, device, options))
     if (plan.summary.category == analysis::Category::kAttentionPrefill) out.push_back(std::move(plan));
   return out;
+}
+
+std::vector<plan::RegionPlan> attention_plans(const ModelCase& model, ir::DType dtype, const std::string& device, int max_candidates = 8) {
+  return attention_plans(model, dtype, *plan::named_device_profile(device), max_candidates);
 }
 
 TEST(AttentionPrefillFamily, MatchesEveryPrefillAttentionRegion) {
@@ -86,22 +89,25 @@ TEST(AttentionPrefillFamily, MatchesEveryPrefillAttentionRegion) {
 }
 
 TEST(AttentionPrefillFamily, SharedMemoryFilterFollowsTheDevice) {
-  auto plans = attention_plans(kModels[0], ir::DType::kBF16, "h200", 64);
-  ASSERT_EQ(plans.size(), 1u);
-  const plan::TemplateFamily* family = plan::find_family("attention_prefill");
-  ASSERT_NE(family, nullptr);
-  const plan::Match& match = plans.front().candidates.front().match;
   auto device = *plan::named_device_profile("h200");
-  const size_t all = family->param_space(match, device).size();
+  // The family's candidates on `device`: the cap (64) is above the space, so these are all of them.
+  auto prefill_candidates = [&] {
+    auto plans = attention_plans(kModels[0], ir::DType::kBF16, device, 64);
+    EXPECT_EQ(plans.size(), 1u);
+    std::vector<plan::Candidate> out;
+    for (const auto& c : plans.front().candidates)
+      if (c.family == "attention_prefill") out.push_back(c);
+    return out;
+  };
+  const size_t all = prefill_candidates().size();
   device.shared_per_block_optin = 64 * 1024;
   device.shared_per_sm = 100 * 1024;
-  const auto small = family->param_space(match, device);
+  const auto small = prefill_candidates();
   EXPECT_LT(small.size(), all);
   EXPECT_GT(small.size(), 1u);  // some tile still fits, besides the fallback
-  for (const auto& choice : small) {
-    if (choice.params.count("fallback")) continue;
-    const auto launches = family->launches(match, choice.params);
-    EXPECT_LE(launches.front().shared_bytes, 64 * 1024) << family->kernel_name(match, choice.params);
+  for (const auto& c : small) {
+    if (c.fallback) continue;
+    EXPECT_LE(c.launches.front().shared_bytes, 64 * 1024) << c.name();
   }
 }
 

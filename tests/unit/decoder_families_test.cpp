@@ -23,7 +23,8 @@
 #include "decoder_modules.h"
 #include "golden.h"
 #include "ir/verifier.h"
-#include "plan/families/matmul_match.h"
+#include "plan/families/attention_decode.h"
+#include "plan/families/gemv.h"
 #include "plan/families/rope_params.h"
 #include "plan/planner.h"
 #include "nvrtc_expect.h"
@@ -158,7 +159,7 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
     EXPECT_EQ(reference->name().find("_win512") != std::string::npos, layer == 0) << reference->name();
     auto source = codegen::render_source(*c);
     ASSERT_TRUE(source.has_value()) << source.status().to_string();
-    EXPECT_NE(source->find("ac::AttentionDecodeParams<__nv_bfloat16, float> p;"), std::string::npos);
+    EXPECT_NE(source->find("ac::AttentionDecodeParams</*T=*/__nv_bfloat16, /*W=*/float> p;"), std::string::npos);
     EXPECT_EQ(source->find("p.window = 512;") != std::string::npos, layer == 0);
   }
   // Every norm before a linear is its prologue, with f32 weights; the gate is GELU(tanh), also where
@@ -182,14 +183,14 @@ TEST(DecoderFamilies, GemmaWindowHeadDim256AndF32Norms) {
     }
     if (c->match.variant == "gate_up") {
       gates.insert(c->name());
-      EXPECT_EQ(plan::matmul_gate_activation(c->match), plan::GateActivation::kGeluTanh) << c->name();
+      EXPECT_EQ(plan::config_as<plan::GemvConfig>(*c)->match.gate_act, plan::GateActivation::kGeluTanh) << c->name();
       EXPECT_EQ(c->match.out_dtype, ir::DType::kBF16);
       const plan::Candidate* library = first_of(*plan, "cublas");
       ASSERT_NE(library, nullptr);
       auto source = codegen::render_source(*library);
       ASSERT_TRUE(source.has_value());
-      EXPECT_NE(source->find("ac::kEpilogueGateUp, ac::kActGeluTanh>(p)"), std::string::npos) << *source;
-      EXPECT_NE(source->find("ac::ResidualNormParams<__nv_bfloat16, float> p;"), std::string::npos) << *source;
+      EXPECT_NE(source->find("/*KIND=*/ac::kEpilogueGateUp, /*ACT=*/ac::kActGeluTanh>(p)"), std::string::npos) << *source;
+      EXPECT_NE(source->find("ac::ResidualNormParams</*T=*/__nv_bfloat16, /*W=*/float> p;"), std::string::npos) << *source;
     }
   }
   EXPECT_EQ(norm_prologues, 4) << "input norms (QKV, layer 0 alone) and pre-feedforward norms (gate/up) of the layers";
@@ -300,8 +301,9 @@ TEST(DecoderFamilies, RopeTablesAreNamedByTheirDigestAndRendered) {
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(c->match.facts.at("rope_table"), 48);
   EXPECT_EQ(c->match.facts.count("rope_theta_bits"), 0u);
-  EXPECT_EQ(plan::rope_scale_of(c->match), 1.19f);
-  const std::string name = plan::rope_name(c->match);
+  const plan::RopeSpec& rope = *plan::config_as<plan::AttentionDecodeConfig>(*c)->match.prologue->rope;
+  EXPECT_EQ(rope.scale, 1.19f);
+  const std::string name = plan::rope_name(rope);
   EXPECT_EQ(name.rfind("invf", 0), 0u) << name;
   EXPECT_NE(name.find("_sc3f9851ec"), std::string::npos) << name;  // 1.19f
   EXPECT_NE(c->name().find("_rope_" + name + "_append_"), std::string::npos) << c->name();
@@ -324,13 +326,16 @@ TEST(DecoderFamilies, RopeTablesAreNamedByTheirDigestAndRendered) {
     EXPECT_NE(rope_source->find("p.rope_scale = "), std::string::npos);
   }
   // Another table is another kernel; the parametric form keeps its theta name.
-  plan::Match other = c->match;
-  other.facts["rope_inv_freq7"] ^= 1;
+  std::vector<float> other_table = *rope.table;
+  other_table[7] = std::bit_cast<float>(std::bit_cast<uint32_t>(other_table[7]) ^ 1);
+  plan::RopeSpec other = rope;
+  other.table = other_table;
   EXPECT_NE(plan::rope_name(other), name);
   const auto theta_plans = plan_all(theta, "decode", "h200");
   const auto theta_attention = of_category(theta_plans, analysis::Category::kAttentionDecode);
   ASSERT_EQ(theta_attention.size(), 1u);
-  EXPECT_EQ(plan::rope_name(first_of(*theta_attention[0], "attention_decode")->match), "theta10000");
+  const auto* theta_config = plan::config_as<plan::AttentionDecodeConfig>(*first_of(*theta_attention[0], "attention_decode"));
+  EXPECT_EQ(plan::rope_name(*theta_config->match.prologue->rope), "theta10000");
 }
 
 TEST(DecoderFamilies, OlmoNormsOverTheWholeProjection) {
@@ -348,7 +353,7 @@ TEST(DecoderFamilies, OlmoNormsOverTheWholeProjection) {
     auto source = codegen::render_source(*c);
     ASSERT_TRUE(source.has_value()) << source.status().to_string();
     if (std::string(family) == "attention_decode")
-      EXPECT_NE(source->find(", true, true>(p);"), std::string::npos) << "the prologue with WHOLE_NORM:\n" << *source;
+      EXPECT_NE(source->find("/*PROLOGUE=*/true, /*WHOLE_NORM=*/true>(p);"), std::string::npos) << "the prologue with WHOLE_NORM:\n" << *source;
     else
       EXPECT_NE(source->find("norm_width = 2048;"), std::string::npos) << "the rope_kv prologue launch:\n" << *source;
   }
@@ -370,7 +375,8 @@ TEST(DecoderFamilies, OlmoNormsOverTheWholeProjection) {
 
 // The GEMV's gate/up match of a region [1, 256] -> gate, up [1, 512] -> `epilogue` lines (the linears
 // are %g and %u), or nullopt when the linears' region is not a gated product.
-std::optional<plan::Match> gate_up_match(const std::string& epilogue, const std::string& first = "gate") {
+// The gemv candidate of the linears' region (its record, and the serialized match).
+std::optional<plan::Candidate> gate_up_candidate(const std::string& epilogue, const std::string& first = "gate") {
   std::ostringstream text;
   text << "module m {\n  param @gate : f16[512, 256]\n  param @up : f16[512, 256]\n"
        << "  func @f(%x: f16[1, 256]) -> (f16[1, 512]) {\n"
@@ -386,35 +392,35 @@ std::optional<plan::Match> gate_up_match(const std::string& epilogue, const std:
   const auto plans = plan_all(*module, "f", "h200");
   const plan::Candidate* c = plans.empty() ? nullptr : first_of(plans[0], "gemv");  // the linears' region
   if (!c || c->match.variant != "gate_up") return std::nullopt;
-  return c->match;
+  return *c;
 }
 
 TEST(DecoderFamilies, GatedEpilogueVariants) {
   // SiLU as before: no gate_act fact, the old kernel name.
-  auto silu = gate_up_match("    %a = silu(%g) : f16[1, 512]\n    %y = mul(%a, %u) : f16[1, 512]\n    return %y\n");
+  auto silu = gate_up_candidate("    %a = silu(%g) : f16[1, 512]\n    %y = mul(%a, %u) : f16[1, 512]\n    return %y\n");
   ASSERT_TRUE(silu.has_value());
-  EXPECT_EQ(silu->variant, "gate_up");
-  EXPECT_EQ(silu->facts.count("gate_act"), 0u);
+  EXPECT_EQ(silu->match.variant, "gate_up");
+  EXPECT_EQ(silu->match.facts.count("gate_act"), 0u);
   // GELU (erf), the product's operands swapped.
-  auto erf = gate_up_match("    %a = gelu(%g) {approximate = \"none\"} : f16[1, 512]\n    %y = mul(%u, %a) : f16[1, 512]\n    return %y\n");
+  auto erf = gate_up_candidate("    %a = gelu(%g) {approximate = \"none\"} : f16[1, 512]\n    %y = mul(%u, %a) : f16[1, 512]\n    return %y\n");
   ASSERT_TRUE(erf.has_value());
-  EXPECT_EQ(plan::matmul_gate_activation(*erf), plan::GateActivation::kGeluErf);
+  EXPECT_EQ(plan::config_as<plan::GemvConfig>(*erf)->match.gate_act, plan::GateActivation::kGeluErf);
   // GELU(tanh) in f32 with the product in f32 too, the up projection first: the gate stays segment 0.
-  auto f32 = gate_up_match(
+  auto f32 = gate_up_candidate(
       "    %g32 = cast(%g) {dtype = \"f32\"} : f32[1, 512]\n    %a = gelu(%g32) {approximate = \"tanh\"} : f32[1, 512]\n"
       "    %u32 = cast(%u) {dtype = \"f32\"} : f32[1, 512]\n    %p = mul(%a, %u32) : f32[1, 512]\n"
       "    %y = cast(%p) {dtype = \"f16\"} : f16[1, 512]\n    return %y\n",
       "up");
   ASSERT_TRUE(f32.has_value());
-  EXPECT_EQ(plan::matmul_gate_activation(*f32), plan::GateActivation::kGeluTanh);
-  EXPECT_EQ(f32->out_dtype, ir::DType::kF16);
-  EXPECT_EQ(f32->roles.at("w0"), "w1") << "the gate weight (declared second in the region) is segment 0";
-  EXPECT_EQ(f32->roles.at("w1"), "w0");
+  EXPECT_EQ(plan::config_as<plan::GemvConfig>(*f32)->match.gate_act, plan::GateActivation::kGeluTanh);
+  EXPECT_EQ(f32->match.out_dtype, ir::DType::kF16);
+  EXPECT_EQ(f32->match.roles.at("w0"), "w1") << "the gate weight (declared second in the region) is segment 0";
+  EXPECT_EQ(f32->match.roles.at("w1"), "w0");
   // Not a gated product: the up projection left out of the product, or an activation the kernels lack.
-  EXPECT_FALSE(gate_up_match("    %a = gelu(%g) {approximate = \"tanh\"} : f16[1, 512]\n    %y = mul(%a, %a) : f16[1, 512]\n"
+  EXPECT_FALSE(gate_up_candidate("    %a = gelu(%g) {approximate = \"tanh\"} : f16[1, 512]\n    %y = mul(%a, %a) : f16[1, 512]\n"
                              "    %z = add(%y, %u) : f16[1, 512]\n    return %z\n")
                    .has_value());
-  EXPECT_FALSE(gate_up_match("    %a = relu(%g) : f16[1, 512]\n    %y = mul(%a, %u) : f16[1, 512]\n    return %y\n").has_value());
+  EXPECT_FALSE(gate_up_candidate("    %a = relu(%g) : f16[1, 512]\n    %y = mul(%a, %u) : f16[1, 512]\n    return %y\n").has_value());
 }
 
 void expect_compiles(const std::map<std::string, std::string>& sources, const std::string& arch) {

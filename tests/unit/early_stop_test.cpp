@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "agentcompile/compiler.h"
-#include "driver/context_tuning.h"
+#include "tune/layer_chain.h"
 #include "tune/admission.h"
 #include "tune/admission_steps.h"
 #include "tune/tuning_db.h"
@@ -29,7 +29,7 @@ TEST(EarlyStop, OnlyWhenEvenTheFastestSampleIsClearlyBehind) {
 TEST(EarlyStop, DefaultsAgreeAndSitAboveTheChainSlack) {
   EXPECT_DOUBLE_EQ(CompileOptions{}.early_stop_margin, kEarlyStopMargin);
   EXPECT_DOUBLE_EQ(AdmitOptions{}.early_stop_margin, kEarlyStopMargin);
-  EXPECT_GT(kEarlyStopMargin, driver::kAlternativeSlack);
+  EXPECT_GT(kEarlyStopMargin, tune::kAlternativeSlack);
   EXPECT_GT(AdmitOptions{}.screen_samples, 0);
   EXPECT_LT(AdmitOptions{}.screen_samples, AdmitOptions{}.repetitions);
 }

@@ -1,11 +1,11 @@
-// The chain timing's links (driver/context_tuning.h): in a decode layer of the tiny Qwen3 and Llama
+// The chain timing's links (tune/layer_chain.h): in a decode layer of the tiny Qwen3 and Llama
 // models, each region reads the activations the regions before it wrote, found through views, and
 // the layer's first regions read the residual stream the previous layer's last region wrote.
 #include <gtest/gtest.h>
 
 #include "analysis/regions.h"
 #include "analysis/views.h"
-#include "driver/context_tuning.h"
+#include "tune/layer_chain.h"
 #include "model_fixtures.h"
 
 namespace agentcompile {
@@ -39,7 +39,7 @@ TEST(LayerLinks, EachRegionReadsWhatTheRegionsBeforeItWrote) {
       second.push_back(&partition.regions[attention[1] - 1 + k]);
     }
     const ir::SymbolBindings at{1, 64};
-    const auto links = driver::layer_links(decode, first, second, at);
+    const auto links = tune::layer_links(decode, first, second, at);
     ASSERT_EQ(links.size(), period);
     EXPECT_TRUE(reads(links[0], 4, true)) << "QKV reads the hidden state the previous layer's down projection wrote";
     EXPECT_TRUE(reads(links[1], 0, false)) << "attention reads the query, key and value rows";
@@ -82,7 +82,7 @@ TEST(LayerLinks, KvCacheRowsAreNotLinked) {
     second.push_back(&partition.regions[attention[1] - 2 + k]);
   }
   const ir::SymbolBindings at{1, 64};
-  const auto links = driver::layer_links(decode, first, second, at);
+  const auto links = tune::layer_links(decode, first, second, at);
   const size_t step = 2;  // the attention
   size_t cache_inputs = 0;
   for (size_t i = 0; i < second[step]->inputs.size(); ++i) {

@@ -164,7 +164,7 @@ TEST(ResidualNormPrologue, GemvAndCublasMatchWithThePrologueRoles) {
         EXPECT_NE(source->find("ac::kGemvResidualNorm"), std::string::npos) << *source;
         EXPECT_NE(source->find(gate_up ? "p.h = static_cast<__nv_bfloat16*>(a.out[0]);" : "p.h = nullptr;"), std::string::npos) << *source;
       } else {
-        EXPECT_NE(source->find("ac::residual_norm_rows<__nv_bfloat16, float, "), std::string::npos) << *source;
+        EXPECT_NE(source->find("ac::residual_norm_rows</*T=*/__nv_bfloat16, /*W=*/float, "), std::string::npos) << *source;
       }
     }
     EXPECT_TRUE(library) << "the cuBLAS fallback implements the prologue too";

@@ -6,10 +6,9 @@
 #include <sstream>
 
 #include "codegen/render.h"
-#include "codegen/renderers/renderers.h"
+#include "codegen/renderers/renderer.h"
 #include "codegen/renderers/row_program_code.h"
-#include "plan/families/matmul_match.h"
-#include "plan/families/row_program.h"
+#include "plan/families/cublas.h"
 
 namespace agentcompile::codegen {
 
@@ -17,94 +16,89 @@ namespace {
 
 // The RMSNorm prologue: each token's row of x, normalized, into the workspace the GEMMs read
 // ("workspace:<offset per token>" in their library_args).
-void render_norm_prologue(const plan::Candidate& c, const plan::Launch& launch, std::ostringstream& src) {
-  const plan::Match& m = c.match;
+void render_norm_prologue(const plan::CublasMatch& c, const plan::Launch& launch, std::ostringstream& src) {
+  const plan::MatmulMatch& m = *c.fixed();
   const std::string T = cuda_type(m.dtype);
-  std::string offset = "0";
-  for (const auto& l : c.launches)
-    if (l.library) offset = l.library_args.at("a").substr(std::string("workspace:").size());
-  const std::string rows = m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "a.T";
-  const bool norm_f32 = m.facts.count("norm_f32") > 0;  // f32 norm weights
-  const std::string W = norm_f32 ? "float" : T;
-  if (m.facts.count("post_norm")) {  // the residual-norm prologue (gemv.cuh): one block per row, as many as rows
+  const std::string offset = std::to_string(plan::cublas_normalized_row_offset(m));
+  const std::string rows = c.tokens_static ? std::to_string(c.tokens_static) : "a.T";
+  const std::string W = m.norm_f32 ? "float" : T;  // f32 norm weights
+  const std::string params_args = m.norm_f32 ? template_args({{"T", T}, {"W", "float"}}) : template_args({{"T", T}});
+  if (const auto& post = m.residual_norm) {  // the residual-norm prologue (gemv.cuh): one block per row, as many as rows
     src << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
-        << "  ac::ResidualNormParams<" << T << (norm_f32 ? ", float" : "") << "> p;\n"
-        << "  p.x = " << role_pointer(m, "x", T, true) << ";\n"
-        << "  p.skip = " << role_pointer(m, "skip", T, true) << ";\n"
-        << "  p.post_w = " << role_pointer(m, "post_w", W, true) << ";\n"
-        << "  p.norm_w = " << role_pointer(m, "norm_w", W, true) << ";\n"
-        << "  p.h = " << role_pointer(m, "h", T, false) << ";\n"
+        << "  ac::ResidualNormParams<" << params_args << "> p;\n"
+        << "  p.x = " << slot_pointer(m.x, T, true) << ";\n"
+        << "  p.skip = " << slot_pointer(post->skip, T, true) << ";\n"
+        << "  p.post_w = " << slot_pointer(post->post_w, W, true) << ";\n"
+        << "  p.norm_w = " << slot_pointer(m.norm->w, W, true) << ";\n"
+        << "  p.h = " << slot_pointer(post->h, T, false) << ";\n"
         << "  p.y = reinterpret_cast<" << T << "*>(static_cast<char*>(a.workspace) + static_cast<long long>(a.T) * " << offset << ");\n"
-        << "  p.post_eps = " << float_literal(plan::matmul_post_norm_eps(m)) << ";\n"
-        << "  p.norm_eps = " << float_literal(plan::matmul_norm_eps(m)) << ";\n"
-        << "  p.K = " << m.facts.at("K") << ";\n"
-        << "  ac::residual_norm_rows<" << T << ", " << W << ", " << launch.block_x << ", " << m.facts.at("K") << ">(p);\n}\n";
+        << "  p.post_eps = " << float_literal(post->eps) << ";\n"
+        << "  p.norm_eps = " << float_literal(m.norm->eps) << ";\n"
+        << "  p.K = " << m.K << ";\n"
+        << "  ac::residual_norm_rows<" << template_args({{"T", T}, {"W", W}, {"THREADS", launch.block_x}, {"KMAX", m.K}}) << ">(p);\n}\n";
     return;
   }
   src << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
-      << "  ac::RmsNormParams<" << T << (norm_f32 ? ", float" : "") << "> p;\n"
-      << "  p.x = " << role_pointer(m, "x", T, true) << ";\n"
-      << "  p.w = " << role_pointer(m, "norm_w", norm_f32 ? "float" : T, true) << ";\n"
+      << "  ac::RmsNormParams<" << params_args << "> p;\n"
+      << "  p.x = " << slot_pointer(m.x, T, true) << ";\n"
+      << "  p.w = " << slot_pointer(m.norm->w, W, true) << ";\n"
       << "  p.y = reinterpret_cast<" << T << "*>(static_cast<char*>(a.workspace) + static_cast<long long>(a.T) * " << offset << ");\n"
       << "  p.rows = " << rows << ";\n"
-      << "  p.eps = " << float_literal(plan::matmul_norm_eps(m)) << ";\n"
-      << "  ac::rmsnorm<" << T << ", " << m.facts.at("K") << ", " << launch.block_x << ", 8, 1>(p);\n}\n";
+      << "  p.eps = " << float_literal(m.norm->eps) << ";\n"
+      << "  ac::rmsnorm<" << template_args({{"T", T}, {"H", m.K}, {"TPR", launch.block_x}, {"VEC", "8"}, {"ROWS", "1"}}) << ">(p);\n}\n";
 }
 
-void render_epilogue(const plan::Candidate& c, const std::string& name, std::ostringstream& src) {
-  const plan::Match& m = c.match;
+void render_epilogue(const plan::CublasMatch& c, const std::string& name, std::ostringstream& src) {
+  const plan::MatmulMatch& m = *c.fixed();
   const std::string T = cuda_type(m.dtype), O = cuda_type(m.out_dtype);
-  const bool gate_up = m.variant == "gate_up";
-  const char* kind = gate_up ? "ac::kEpilogueGateUp" : m.variant == "residual" ? "ac::kEpilogueResidual" : "ac::kEpilogueBias";
+  const bool gate_up = m.epilogue == plan::MatmulEpilogue::kGateUp;
+  const char* kind = gate_up ? "ac::kEpilogueGateUp" : m.epilogue == plan::MatmulEpilogue::kResidual ? "ac::kEpilogueResidual" : "ac::kEpilogueBias";
   src << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const ac::RegionArgs a) {\n"
-      << "  ac::EpilogueParams<" << T << ", " << O << "> p;\n";
-  for (int s = 0; s < 3; ++s) {
+      << "  ac::EpilogueParams<" << template_args({{"T", T}, {"OutT", O}}) << "> p;\n";
+  for (size_t s = 0; s < 3; ++s) {
     const std::string i = std::to_string(s);
-    const bool has = m.facts.count("rows" + i) > 0 && (!gate_up || s == 0);
-    src << "  p.y[" << i << "] = " << (has ? role_pointer(m, "y" + i, O, false) : "nullptr") << ";\n"
-        << "  p.bias[" << i << "] = " << (m.facts.count("rows" + i) ? role_pointer(m, "b" + i, T, true) : "nullptr") << ";\n"
-        << "  p.rows[" << i << "] = " << (gate_up ? (s == 0 ? std::to_string(m.facts.at("N")) : "0")
-                                                  : (m.facts.count("rows" + i) ? std::to_string(m.facts.at("rows" + i)) : "0"))
-        << ";\n";
+    const plan::MatmulSegment segment = s < m.segments.size() ? m.segments[s] : plan::MatmulSegment{};
+    src << "  p.y[" << i << "] = " << (!gate_up || s == 0 ? slot_pointer(segment.y, O, false) : "nullptr") << ";\n"
+        << "  p.bias[" << i << "] = " << slot_pointer(segment.b, T, true) << ";\n"
+        << "  p.rows[" << i << "] = " << (gate_up ? (s == 0 ? std::to_string(m.N) : "0") : std::to_string(segment.rows)) << ";\n";
   }
-  const int64_t n = m.facts.at("N");
-  src << "  p.residual = " << role_pointer(m, "residual", T, true) << ";\n"
+  const int64_t n = m.N;
+  std::vector<TemplateArg> args = {{"T", T}, {"OutT", O}, {"KIND", kind}};
+  if (m.gate_act != plan::GateActivation::kSilu) args.push_back({"ACT", plan::matmul_gate_activation_code(m.gate_act)});
+  src << "  p.residual = " << slot_pointer(m.residual, T, true) << ";\n"
       << "  p.gate = " << (gate_up ? "static_cast<const float*>(a.workspace)" : "nullptr") << ";\n"
       << "  p.up = " << (gate_up ? "static_cast<const float*>(a.workspace) + static_cast<long long>(a.T) * " + std::to_string(n) : "nullptr")
       << ";\n"
-      << "  p.elements = static_cast<long long>(" << (m.facts.at("tokens_static") ? std::to_string(m.facts.at("tokens_static")) : "a.T")
-      << ") * " << n << ";\n"
-      << "  ac::epilogue<" << T << ", " << O << ", " << kind
-      << (plan::matmul_gate_activation(m) != plan::GateActivation::kSilu ? ", " + plan::matmul_gate_activation_code(m) : "") << ">(p);\n}\n";
+      << "  p.elements = static_cast<long long>(" << (c.tokens_static ? std::to_string(c.tokens_static) : "a.T") << ") * " << n << ";\n"
+      << "  ac::epilogue<" << template_args(args) << ">(p);\n}\n";
 }
 
 // A general epilogue: the row program over the GEMM's fp32 product (the workspace), one elementwise pass.
-void render_program_epilogue(const plan::Candidate& c, const plan::Launch& launch, std::ostringstream& src) {
-  const plan::RowProgram p = plan::decode_row_program(c.match);
-  const int vec = static_cast<int>(c.match.facts.at("epilogue_vec"));
+void render_program_epilogue(const plan::GeneralMatmul& g, const plan::Launch& launch, std::ostringstream& src) {
+  const plan::RowProgram& p = *g.epilogue;
+  const int vec = g.epilogue_vec;
   src << render_row_program(p, vec) << "\n"
       << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
       << "  Program prog;\n"
       << render_program_binding(p, "prog")
-      << "  ac::elementwise<" << p.cols << ", " << vec << ", " << launch.block_x << ", 1>(prog, "
+      << "  ac::elementwise<" << template_args({{"COLS", p.cols}, {"VEC", vec}, {"THREADS", launch.block_x}, {"UNROLL", "1"}}) << ">(prog, "
       << rows_expression(p.rows_per_token(), p.rows_fixed()) << ");\n}\n";
 }
 
-}  // namespace
-
-std::string render_cublas_epilogue(const plan::Candidate& c) {
+std::string render_cublas(const plan::CublasConfig& config, const std::vector<plan::Launch>& launches) {
+  const plan::CublasMatch& c = config.match;
+  const bool post_norm = c.fixed() && c.fixed()->residual_norm;
   std::string first;
-  for (const auto& launch : c.launches)
+  for (const auto& launch : launches)
     if (!launch.library && first.empty()) first = launch.kernel;
   std::ostringstream src;
-  src << "// " << first << ": generated by agentcompile around cuBLAS GEMMs (rmsnorm.cuh, epilogue.cuh"
-      << (c.match.facts.count("post_norm") ? ", gemv.cuh" : "") << ")\n"
-      << "#include \"common.cuh\"\n" << (c.match.variant == "program" ? "#include \"elementwise.cuh\"\n" : "")
-      << "#include \"epilogue.cuh\"\n#include \"rmsnorm.cuh\"\n" << (c.match.facts.count("post_norm") ? "#include \"gemv.cuh\"\n" : "") << "\n";
-  for (const auto& launch : c.launches) {
+  src << "// " << first << ": generated by agentcompile around cuBLAS GEMMs (rmsnorm.cuh, epilogue.cuh" << (post_norm ? ", gemv.cuh" : "") << ")\n"
+      << "#include \"common.cuh\"\n" << (c.program() ? "#include \"elementwise.cuh\"\n" : "")
+      << "#include \"epilogue.cuh\"\n#include \"rmsnorm.cuh\"\n" << (post_norm ? "#include \"gemv.cuh\"\n" : "") << "\n";
+  for (const auto& launch : launches) {
     if (launch.library) continue;
-    if (launch.kernel.ends_with("_program"))
-      render_program_epilogue(c, launch, src);
+    if (c.program())
+      render_program_epilogue(*c.program(), launch, src);
     else if (launch.kernel.ends_with("_rmsnorm"))
       render_norm_prologue(c, launch, src);
     else
@@ -112,5 +106,9 @@ std::string render_cublas_epilogue(const plan::Candidate& c) {
   }
   return src.str();
 }
+
+}  // namespace
+
+AC_REGISTER_RENDERER(cublas, plan::CublasConfig, render_cublas, ProducerWait::kInserted)
 
 }  // namespace agentcompile::codegen

@@ -228,9 +228,9 @@ class ProgramWriter {
           value = "static_cast<float>(" + double_literal(load.value) + " + " + double_literal(load.step) + " * static_cast<double>" + index + ")";
         src_ << "#pragma unroll\n    for (int e = 0; e < " << vec_ << "; ++e) c.l" << I << "[e] = " << value << ";\n";
       } else if (load.col_stride != 0) {
-        src_ << "    ac::load_vec<" << T << ", " << vec_ << ">(l" << I << " + " << offset << " + col, c.l" << I << ");\n";
+        src_ << "    ac::load_vec<" << template_args({{"T", T}, {"VEC", vec_}}) << ">(l" << I << " + " << offset << " + col, c.l" << I << ");\n";
       } else {
-        src_ << "    ac::load_splat<" << T << ", " << vec_ << ">(l" << I << " + " << offset << ", c.l" << I << ");\n";
+        src_ << "    ac::load_splat<" << template_args({{"T", T}, {"VEC", vec_}}) << ">(l" << I << " + " << offset << ", c.l" << I << ");\n";
       }
     }
     src_ << "  }\n";
@@ -249,7 +249,7 @@ class ProgramWriter {
     for (size_t j = 0; j < p_.stores.size(); ++j) {
       const auto& store = p_.stores[j];
       if (store.per_row || !in_chunk(store.value - static_cast<int>(p_.loads.size()))) continue;
-      src_ << "    ac::store_vec<" << cuda_type(store.dtype) << ", " << vec_ << ">(" << store_pointer(j) << ", c.v" << store.value
+      src_ << "    ac::store_vec<" << template_args({{"T", cuda_type(store.dtype)}, {"VEC", vec_}}) << ">(" << store_pointer(j) << ", c.v" << store.value
            << ");\n";
     }
     src_ << "  }\n";
@@ -270,7 +270,7 @@ class ProgramWriter {
     for (size_t j = 0; j < p_.stores.size(); ++j) {
       const auto& store = p_.stores[j];
       if (in_chunk(store.value - static_cast<int>(p_.loads.size()))) continue;
-      src_ << "    ac::store_vec<" << cuda_type(store.dtype) << ", " << vec_ << ">(" << store_pointer(j) << ", v" << store.value
+      src_ << "    ac::store_vec<" << template_args({{"T", cuda_type(store.dtype)}, {"VEC", vec_}}) << ">(" << store_pointer(j) << ", v" << store.value
            << ");\n";
     }
     src_ << "  }\n";
@@ -284,7 +284,7 @@ class ProgramWriter {
       if (store.dtype == ir::DType::kI32)
         src_ << "    s" << j << "[row] = index;\n";
       else
-        src_ << "    s" << j << "[row] = ac::from_float<" << cuda_type(store.dtype) << ">(value);\n";
+        src_ << "    s" << j << "[row] = ac::from_float<" << template_args({{"T", cuda_type(store.dtype)}}) << ">(value);\n";
     }
     src_ << "  }\n";
   }
@@ -296,7 +296,7 @@ class ProgramWriter {
     for (size_t j = 0; j < p_.stores.size(); ++j) {
       const auto& store = p_.stores[j];
       if (!store.per_row) continue;
-      src_ << "    ac::store_vec<" << cuda_type(store.dtype) << ", " << vec_ << ">(" << store_pointer(j) << ", "
+      src_ << "    ac::store_vec<" << template_args({{"T", cuda_type(store.dtype)}, {"VEC", vec_}}) << ">(" << store_pointer(j) << ", "
            << (store.dtype == ir::DType::kI32 ? "index" : "value") << ");\n";
     }
     src_ << "  }\n";
@@ -329,6 +329,18 @@ std::string render_program_binding(const plan::RowProgram& p, const std::string&
 
 std::string rows_expression(int64_t rows_per_token, int64_t rows_fixed) {
   return ll(rows_per_token) + " * a.T + " + ll(rows_fixed);
+}
+
+const char* row_reduction_enum(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kReduceMax: return "ac::kRowMax";
+    case ir::OpKind::kReduceMin: return "ac::kRowMin";
+    case ir::OpKind::kReduceMean: return "ac::kRowMean";
+    case ir::OpKind::kReduceProd: return "ac::kRowProd";
+    case ir::OpKind::kArgmax: return "ac::kRowArgmax";
+    case ir::OpKind::kArgmin: return "ac::kRowArgmin";
+    default: return "ac::kRowSum";
+  }
 }
 
 }  // namespace agentcompile::codegen

@@ -17,5 +17,7 @@ std::string render_row_program(const plan::RowProgram& program, int vec, const s
 std::string render_program_binding(const plan::RowProgram& program, const std::string& var, const std::string& provided = "");
 // The wrapper's row count: "<rows_per_token>LL * a.T + <rows_fixed>LL".
 std::string rows_expression(int64_t rows_per_token, int64_t rows_fixed);
+// The ac::RowReduction of a reduction op (reduction.cuh): "ac::kRowSum", "ac::kRowArgmin", ...
+const char* row_reduction_enum(ir::OpKind op);
 
 }  // namespace agentcompile::codegen

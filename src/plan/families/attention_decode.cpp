@@ -8,7 +8,9 @@
 // is done in the same launch: every block rotates the query itself, and the block whose keys include
 // the new one computes that row, writes it to the cache and uses it from registers; the QK-norms may
 // be per head or over the whole projection, with weights of the activation dtype or f32.
-// codegen/renderers/attention_decode.cpp writes the source.
+// The record is in attention_decode.h; codegen/renderers/attention_decode.cpp writes the source.
+#include "plan/families/attention_decode.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -16,8 +18,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "plan/families.h"
-#include "plan/families/attention_prologue.h"
 
 namespace agentcompile::plan {
 
@@ -32,9 +32,9 @@ int64_t estimated_registers(int64_t group, int64_t unroll, bool prefetch = false
   return 24 * group + 8 * unroll * (prefetch ? 2 : 1) + 10;
 }
 // Norms over the whole projection keep every query head's own 8 weights, not one row for all.
-int64_t estimated_registers(const Match& m, int64_t unroll, bool prefetch = false) {
-  const int64_t group = m.facts.at("group");
-  return estimated_registers(group, unroll, prefetch) + (m.facts.count("q_norm_width") ? 8 * (group - 1) : 0);
+int64_t estimated_registers(const AttentionDecodeMatch& m, int64_t unroll, bool prefetch = false) {
+  const int64_t group = m.group();
+  return estimated_registers(group, unroll, prefetch) + (m.whole_norm() ? 8 * (group - 1) : 0);
 }
 
 // Measured on H200 (Qwen3 bf16, 30k keys, tests/gpu/attention_decode_test.cpp): 8 lines in flight
@@ -66,10 +66,7 @@ int64_t row_lanes(int64_t D) {
 }
 
 // Keys a query reads at `len` keys of context: all of them, or the window's.
-int64_t keys_read(const Match& m, int64_t len) {
-  auto it = m.facts.find("window");
-  return it == m.facts.end() ? len : std::min(len, it->second);
-}
+int64_t keys_read(const AttentionDecodeMatch& m, int64_t len) { return m.window > 0 ? std::min(len, m.window) : len; }
 
 int64_t split_shared_bytes(int64_t group, int64_t D, int64_t threads) { return threads / 32 * group * (D + 2) * 4; }
 // The cluster form also holds, in block 0, every block's partial of the kv head.
@@ -99,8 +96,8 @@ struct Estimate {
 // running blocks keep issued and by the idle part of a last partial wave; a dependent chain of
 // steps per block costs ~0.5 us each; the split variant adds a second launch (~2 us: measured at
 // 77 keys, single 5.3 us against split 7.3 us) and the partials it writes and reads.
-Estimate estimate(const Match& m, const DeviceProfile& device, const Schedule& s, int64_t context) {
-  const int64_t KV = m.facts.at("KV"), D = m.facts.at("D"), NH = m.facts.at("NH"), group = m.facts.at("group");
+Estimate estimate(const AttentionDecodeMatch& m, const DeviceProfile& device, const Schedule& s, int64_t context) {
+  const int64_t KV = m.KV, D = m.D, NH = m.NH, group = m.group();
   const int64_t len = keys_read(m, context);
   const double bandwidth = device.memory_bandwidth_gbs * 1e3;  // bytes per us
   const double bytes = 2.0 * static_cast<double>(len * KV * D * 2);
@@ -145,8 +142,8 @@ std::string length_label(int64_t keys) { return keys >= 1024 ? std::to_string(ke
 // likes best at one length may rank below the best of its form on the average: such a choice gets
 // a form of its own ("split@32k"), which the planner keeps in a capped space. A choice's score is
 // its mean over lengths[first_scored..] times its priors.
-template <size_t N>
-void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, const std::vector<std::array<double, N>>& at_length,
+template <class Choice, size_t N>
+void keep_best_at_each_length(std::vector<Choice>& choices, const std::vector<std::array<double, N>>& at_length,
                               const int64_t (&lengths)[N], size_t first_scored) {
   std::map<std::string, size_t> best_of_form;
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -173,12 +170,12 @@ void keep_best_at_each_length(std::vector<TemplateFamily::Choice>& choices, cons
   }
 }
 
-class AttentionDecodeFamily final : public TemplateFamily {
+class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, AttentionDecodeConfig> {
  public:
   std::string name() const override { return "attention_decode"; }
   std::string template_file() const override { return "attention_decode.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<AttentionDecodeMatch> match(const RegionContext& ctx) const override {
     const auto view = read_attention_region(ctx, nullptr);
     if (!view) return std::nullopt;
     const ir::Node& n = *view->attention;
@@ -196,34 +193,37 @@ class AttentionDecodeFamily final : public TemplateFamily {
     if (D != 64 && D != 96 && D != 128 && D != 256) return std::nullopt;
     const int64_t window = n.int_attr("window", 0);
 
-    Match m;
-    m.variant = "gqa";
+    AttentionDecodeMatch m;
     m.dtype = q.dtype;
-    m.out_dtype = ctx.function->type(n.result).dtype;
-    if (m.out_dtype != m.dtype) return std::nullopt;
-    m.roles["pos"] = ctx.slot_of(n.operands[3]);
-    m.roles["out"] = ctx.slot_of(n.result);
+    if (ctx.function->type(n.result).dtype != m.dtype) return std::nullopt;
+    m.pos = ctx.slot_of(n.operands[3]);
+    m.out = ctx.slot_of(n.result);
     if (view->prologue) {
-      add_prologue_to_match(*view->prologue, m);  // q: the raw query; k, v: the caches; k_new, v_new: the token's row
+      // q: the raw query; k, v: the caches; the prologue's k_in, v_in: the token's row.
+      const AttentionPrologue& p = *view->prologue;
+      m.q = p.q_in;
+      m.k = p.k_cache;
+      m.v = p.v_cache;
+      m.prologue = p;
+      if (p.k_in.empty() || p.v_in.empty() || (!p.q_norm.empty() && p.k_norm.empty())) return std::nullopt;
     } else {
-      m.roles["q"] = ctx.slot_of(n.operands[0]);
-      m.roles["k"] = ctx.slot_of(n.operands[1]);
-      m.roles["v"] = ctx.slot_of(n.operands[2]);
+      m.q = ctx.slot_of(n.operands[0]);
+      m.k = ctx.slot_of(n.operands[1]);
+      m.v = ctx.slot_of(n.operands[2]);
     }
-    for (const auto& [role, slot] : m.roles)
-      if (slot.empty()) return std::nullopt;
-    m.facts["NH"] = NH;
-    m.facts["KV"] = KV;
-    m.facts["D"] = D;
-    m.facts["group"] = NH / KV;
-    m.facts["scale_f32_bits"] = std::bit_cast<int32_t>(static_cast<float>(n.float_attr("scale", 1.0 / std::sqrt(static_cast<double>(D)))));
-    if (window > 0) m.facts["window"] = window;
+    for (const std::string* slot : {&m.q, &m.k, &m.v, &m.pos, &m.out})
+      if (slot->empty()) return std::nullopt;
+    m.NH = NH;
+    m.KV = KV;
+    m.D = D;
+    m.scale = static_cast<float>(n.float_attr("scale", 1.0 / std::sqrt(static_cast<double>(D))));
+    m.window = window > 0 ? window : 0;
     return m;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+  std::vector<Choice> param_space(const AttentionDecodeMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
-    const int64_t group = m.facts.at("group"), D = m.facts.at("D");
+    const int64_t group = m.group(), D = m.D;
     auto fits = [&](int64_t threads, int64_t unroll, bool prefetch = false) {
       const int64_t registers = estimated_registers(m, unroll, prefetch);
       return threads <= device.max_threads_per_block && split_shared_bytes(group, D, threads) <= 48 * 1024 &&
@@ -259,8 +259,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
           for (int chunk : {32, 64, 128, 256}) {
             if (chunk < keys_per_step / 2) continue;  // most of the block would idle on its only step
             for (int splits : {32, 64, 128, 256}) {
-              Choice c;
-              c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", chunk}, {"splits", splits}, {"cluster", 0}};
+              Choice c{AttentionDecodeConfig(m, AttentionDecodeSchedule{threads, unroll, prefetch != 0, chunk, splits, false, false})};
               std::ostringstream note;
               note << "split-KV, " << 2 * unroll * (prefetch ? 2 : 1) << " 16-byte loads in flight per lane"
                    << (prefetch ? " (pipelined)" : "") << "; ";
@@ -285,8 +284,7 @@ class AttentionDecodeFamily final : public TemplateFamily {
             if (prefetch && unroll == 4) continue;
             for (int64_t splits : {int64_t{4}, kPortableClusterBlocks, kLargestClusterBlocks}) {
               if (cluster_shared_bytes(group, D, threads, splits) > 48 * 1024) continue;
-              Choice c;
-              c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", prefetch}, {"chunk", 16}, {"splits", splits}, {"cluster", 1}};
+              Choice c{AttentionDecodeConfig(m, AttentionDecodeSchedule{threads, unroll, prefetch != 0, 16, splits, true, false})};
               std::ostringstream note;
               note << "split-KV in one launch (cluster of " << splits << " per kv head), " << 2 * unroll * (prefetch ? 2 : 1)
                    << " 16-byte loads in flight per lane; ";
@@ -305,15 +303,14 @@ class AttentionDecodeFamily final : public TemplateFamily {
     for (int threads : {128, 256, 512}) {
       for (int unroll : {1, 2, 4}) {
         if (!(unroll_considered(group, unroll) || unroll == fallback_unroll) || !fits(threads, unroll)) continue;
-        Choice c;
-        c.params = {{"threads", threads}, {"unroll", unroll}, {"prefetch", 0}, {"chunk", 0}, {"splits", 1}, {"cluster", 0}};
+        Choice c{AttentionDecodeConfig(m, AttentionDecodeSchedule{threads, unroll, false, 0, 1, false, false})};
         std::ostringstream note;
         note << "single launch; ";
         c.score = score_of(Schedule{threads, unroll, 0, 1}, note);
         c.notes.push_back(note.str());
         c.form = "single";
         if (threads == 128 && unroll == fallback_unroll) {
-          c.params["fallback"] = 1;
+          c.config.schedule.fallback = true;
           c.notes.push_back("fallback: one kernel, no workspace");
         }
         out.push_back(std::move(c));
@@ -323,48 +320,75 @@ class AttentionDecodeFamily final : public TemplateFamily {
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+  std::string kernel_name(const AttentionDecodeConfig& config) const override {
+    const AttentionDecodeMatch& m = config.match;
+    const AttentionDecodeSchedule& p = config.schedule;
     std::ostringstream name;
-    const bool split = p.at("splits") > 1;
-    name << "attention_decode_" << (cluster_launch(p) ? "cluster" : split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH")
-         << "x" << m.facts.at("KV") << "_d" << m.facts.at("D") << prologue_name(m);
-    if (m.facts.count("window")) name << "_win" << m.facts.at("window");
-    name << "_t" << p.at("threads") << "_u" << p.at("unroll")
-         << (p.at("prefetch") ? "p" : "");
-    if (split) name << "_c" << p.at("chunk") << "_s" << p.at("splits");
+    const bool split = p.splits > 1;
+    name << "attention_decode_" << (p.cluster ? "cluster" : split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.NH
+         << "x" << m.KV << "_d" << m.D << (m.prologue ? prologue_name(*m.prologue) : "");
+    if (m.window > 0) name << "_win" << m.window;
+    name << "_t" << p.threads << "_u" << p.unroll << (p.prefetch ? "p" : "");
+    if (split) name << "_c" << p.chunk << "_s" << p.splits;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
+  std::vector<Launch> launches(const AttentionDecodeConfig& config) const override {
+    const AttentionDecodeMatch& m = config.match;
     Launch main;
-    main.kernel = kernel_name(m, p);
-    main.grid_x = Extent{0, p.at("splits"), 1};
-    main.grid_y = Extent{0, m.facts.at("KV"), 1};
-    main.block_x = static_cast<int>(p.at("threads"));
-    if (p.at("splits") == 1 || cluster_launch(p)) return {main};
+    main.kernel = kernel_name(config);
+    main.grid_x = Extent{0, config.schedule.splits, 1};
+    main.grid_y = Extent{0, m.KV, 1};
+    main.block_x = static_cast<int>(config.schedule.threads);
+    if (!config.partials()) return {main};
     Launch combine;
     combine.kernel = main.kernel + "_combine";
-    combine.grid_x = Extent{0, m.facts.at("NH"), 1};
-    combine.grid_y = Extent{0, m.facts.at("D") / 32, 1};
+    combine.grid_x = Extent{0, m.NH, 1};
+    combine.grid_y = Extent{0, m.D / 32, 1};
     combine.block_x = 128;
     return {main, combine};
   }
 
   // Partials of the split launch: [NH, SPLITS, D] accumulators, then [NH, SPLITS, 2] max and sum.
-  int64_t workspace_bytes_fixed(const Match& m, const ParamSet& p) const override {
-    const int64_t splits = p.at("splits");
-    return splits > 1 && !cluster_launch(p) ? m.facts.at("NH") * splits * (m.facts.at("D") + 2) * 4 : 0;
+  int64_t workspace_bytes_fixed(const AttentionDecodeConfig& config) const override {
+    return config.partials() ? config.match.NH * config.schedule.splits * (config.match.D + 2) * 4 : 0;
   }
-
- private:
-  static bool cluster_launch(const ParamSet& p) { return p.count("cluster") && p.at("cluster") != 0; }
 };
 
 }  // namespace
 
-const TemplateFamily& attention_decode_family() {
-  static const AttentionDecodeFamily family;
-  return family;
+Match AttentionDecodeConfig::match_view() const {
+  const AttentionDecodeMatch& a = match;
+  Match m;
+  m.variant = "gqa";
+  m.dtype = a.dtype;
+  m.out_dtype = a.dtype;
+  m.roles["pos"] = a.pos;
+  m.roles["out"] = a.out;
+  if (a.prologue) {
+    add_prologue_to_match(*a.prologue, m);
+  } else {
+    m.roles["q"] = a.q;
+    m.roles["k"] = a.k;
+    m.roles["v"] = a.v;
+  }
+  m.facts["NH"] = a.NH;
+  m.facts["KV"] = a.KV;
+  m.facts["D"] = a.D;
+  m.facts["group"] = a.group();
+  m.facts["scale_f32_bits"] = std::bit_cast<int32_t>(a.scale);
+  if (a.window > 0) m.facts["window"] = a.window;
+  return m;
 }
+
+ParamSet AttentionDecodeConfig::params_view() const {
+  const AttentionDecodeSchedule& s = schedule;
+  ParamSet p{{"threads", s.threads}, {"unroll", s.unroll}, {"prefetch", s.prefetch},
+             {"chunk", s.chunk},     {"splits", s.splits}, {"cluster", s.cluster}};
+  if (s.fallback) p["fallback"] = 1;
+  return p;
+}
+
+AC_REGISTER_FAMILY(attention_decode, 80, AttentionDecodeFamily)
 
 }  // namespace agentcompile::plan

@@ -6,13 +6,14 @@
 // kernel's Q fragments and O accumulators alone (3D/4 = 192 registers per thread) leave no room under
 // the register budget, so Gemma-3's prefill attention runs on the SIMT kernel (one warp per query
 // row; with its 512-key window a query reads at most 512 keys) or the reference family.
-// codegen/renderers/attention_prefill.cpp writes the source.
+// The record is in attention_prefill.h; codegen/renderers/attention_prefill.cpp writes the source.
+#include "plan/families/attention_prefill.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
-#include "plan/families.h"
 
 namespace agentcompile::plan {
 
@@ -46,12 +47,12 @@ uint32_t float_bits(float value) {
   return bits;
 }
 
-class AttentionPrefillFamily final : public TemplateFamily {
+class AttentionPrefillFamily final : public TypedFamily<AttentionPrefillMatch, AttentionPrefillConfig> {
  public:
   std::string name() const override { return "attention_prefill"; }
   std::string template_file() const override { return "attention_prefill.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<AttentionPrefillMatch> match(const RegionContext& ctx) const override {
     if (ctx.region->kind != analysis::RegionKind::kAttention || ctx.size() != 1) return std::nullopt;
     const ir::Node& attn = ctx.node(0);
     if (attn.op != OpKind::kAttention || attn.operands.size() != 4) return std::nullopt;
@@ -69,28 +70,26 @@ class AttentionPrefillFamily final : public TemplateFamily {
     if (q.dtype != k.dtype || (q.dtype != ir::DType::kF16 && q.dtype != ir::DType::kBF16)) return std::nullopt;
     if (ctx.function->type(attn.result).dtype != q.dtype) return std::nullopt;
 
-    Match m;
-    m.variant = "causal";
+    AttentionPrefillMatch m;
     m.dtype = q.dtype;
-    m.out_dtype = q.dtype;
-    m.facts["NH"] = NH;
-    m.facts["KV"] = KV;
-    m.facts["D"] = D;
-    m.facts["scale_bits"] = float_bits(static_cast<float>(attn.float_attr("scale", 1.0)));
-    if (attn.int_attr("window", 0) > 0) m.facts["window"] = attn.int_attr("window", 0);
-    m.roles["q"] = ctx.slot_of(attn.operands[0]);
-    m.roles["k"] = ctx.slot_of(attn.operands[1]);
-    m.roles["v"] = ctx.slot_of(attn.operands[2]);
-    m.roles["pos"] = ctx.slot_of(attn.operands[3]);
-    m.roles["o"] = ctx.slot_of(attn.result);
-    for (const auto& [role, slot] : m.roles)
-      if (slot.empty()) return std::nullopt;
+    m.NH = NH;
+    m.KV = KV;
+    m.D = D;
+    m.scale = static_cast<float>(attn.float_attr("scale", 1.0));
+    m.window = std::max<int64_t>(0, attn.int_attr("window", 0));
+    m.q = ctx.slot_of(attn.operands[0]);
+    m.k = ctx.slot_of(attn.operands[1]);
+    m.v = ctx.slot_of(attn.operands[2]);
+    m.pos = ctx.slot_of(attn.operands[3]);
+    m.o = ctx.slot_of(attn.result);
+    for (const std::string* slot : {&m.q, &m.k, &m.v, &m.pos, &m.o})
+      if (slot->empty()) return std::nullopt;
     return m;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+  std::vector<Choice> param_space(const AttentionPrefillMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
-    const int64_t D = m.facts.at("D");
+    const int64_t D = m.D;
     if (device.sm() >= 80 && mma_head_dim(D)) {  // cp.async, ldmatrix and bf16 mma.sync
       for (int block_m : {64, 128}) {
         for (int warps : {4, 8}) {
@@ -119,8 +118,7 @@ class AttentionPrefillFamily final : public TemplateFamily {
               const double rows = block_m == 64 ? 1.0 : warp_rows == 32 ? 0.99 : 0.96;
               const double tile = block_n == 64 ? 1.0 : block_n == 32 ? 0.97 : 0.95;
               const double depth = stages == 2 ? 1.0 : 0.98;
-              Choice c;
-              c.params = {{"block_m", block_m}, {"block_n", block_n}, {"warps", warps}, {"stages", stages}};
+              Choice c{AttentionPrefillConfig(m, AttentionPrefillSchedule{false, block_m, block_n, warps, stages})};
               c.score = latency * rows * tile * depth;
               c.notes.push_back(std::to_string(shared / 1024) + " KB shared, ~" + std::to_string(registers) + " registers, " +
                                 std::to_string(warp_rows) + " rows per warp, " + std::to_string(blocks) + " blocks (" +
@@ -131,40 +129,41 @@ class AttentionPrefillFamily final : public TemplateFamily {
         }
       }
     }
-    Choice fallback;
-    fallback.params = {{"fallback", 1}, {"warps", kFallbackWarps}};
+    Choice fallback{AttentionPrefillConfig(m, AttentionPrefillSchedule{true, 0, 0, kFallbackWarps, 0})};
     fallback.score = 0.05;
     fallback.notes.push_back("SIMT reference: one warp per query row, keys one at a time");
     out.push_back(std::move(fallback));
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+  std::string kernel_name(const AttentionPrefillConfig& config) const override {
+    const AttentionPrefillMatch& m = config.match;
+    const AttentionPrefillSchedule& p = config.schedule;
     std::ostringstream name;
-    name << "attention_prefill_" << (p.count("fallback") ? "simt" : "mma") << "_" << dtype_tag(m.dtype) << "_h"
-         << m.facts.at("NH") << "_kv" << m.facts.at("KV") << "_d" << m.facts.at("D");
+    name << "attention_prefill_" << (p.simt ? "simt" : "mma") << "_" << dtype_tag(m.dtype) << "_h" << m.NH << "_kv" << m.KV << "_d" << m.D;
     // The scale is a value, not a tile choice; spelled only when it is not the usual 1/sqrt(D).
-    const auto usual = float_bits(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.facts.at("D")))));
-    if (m.facts.at("scale_bits") != usual) name << "_sc" << std::hex << m.facts.at("scale_bits") << std::dec;
-    if (m.facts.count("window")) name << "_win" << m.facts.at("window");
-    if (p.count("fallback"))
-      name << "_w" << p.at("warps");
+    const auto usual = float_bits(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.D))));
+    if (float_bits(m.scale) != usual) name << "_sc" << std::hex << float_bits(m.scale) << std::dec;
+    if (m.window > 0) name << "_win" << m.window;
+    if (p.simt)
+      name << "_w" << p.warps;
     else
-      name << "_m" << p.at("block_m") << "_n" << p.at("block_n") << "_w" << p.at("warps") << "_s" << p.at("stages");
+      name << "_m" << p.block_m << "_n" << p.block_n << "_w" << p.warps << "_s" << p.stages;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
+  std::vector<Launch> launches(const AttentionPrefillConfig& config) const override {
+    const AttentionPrefillSchedule& p = config.schedule;
     Launch launch;
-    launch.kernel = kernel_name(m, p);
-    launch.grid_y = Extent{0, m.facts.at("NH"), 1};
-    if (p.count("fallback")) {
-      launch.grid_x = Extent{1, 0, p.at("warps")};  // one warp per query row
-      launch.block_x = static_cast<int>(p.at("warps") * 32);
+    launch.kernel = kernel_name(config);
+    launch.grid_y = Extent{0, config.match.NH, 1};
+    if (p.simt) {
+      launch.grid_x = Extent{1, 0, p.warps};  // one warp per query row
+      launch.block_x = static_cast<int>(p.warps * 32);
     } else {
-      launch.grid_x = Extent{1, 0, p.at("block_m")};  // query tiles
-      launch.block_x = static_cast<int>(p.at("warps") * 32);
-      launch.shared_bytes = mma_shared_bytes(m.facts.at("D"), p.at("block_m"), p.at("block_n"), p.at("stages"));
+      launch.grid_x = Extent{1, 0, p.block_m};  // query tiles
+      launch.block_x = static_cast<int>(p.warps * 32);
+      launch.shared_bytes = mma_shared_bytes(config.match.D, p.block_m, p.block_n, p.stages);
     }
     return {launch};
   }
@@ -172,9 +171,30 @@ class AttentionPrefillFamily final : public TemplateFamily {
 
 }  // namespace
 
-const TemplateFamily& attention_prefill_family() {
-  static const AttentionPrefillFamily family;
-  return family;
+Match AttentionPrefillConfig::match_view() const {
+  const AttentionPrefillMatch& a = match;
+  Match m;
+  m.variant = "causal";
+  m.dtype = a.dtype;
+  m.out_dtype = a.dtype;
+  m.facts["NH"] = a.NH;
+  m.facts["KV"] = a.KV;
+  m.facts["D"] = a.D;
+  m.facts["scale_bits"] = float_bits(a.scale);
+  if (a.window > 0) m.facts["window"] = a.window;
+  m.roles["q"] = a.q;
+  m.roles["k"] = a.k;
+  m.roles["v"] = a.v;
+  m.roles["pos"] = a.pos;
+  m.roles["o"] = a.o;
+  return m;
 }
+
+ParamSet AttentionPrefillConfig::params_view() const {
+  if (schedule.simt) return {{"fallback", 1}, {"warps", schedule.warps}};
+  return {{"block_m", schedule.block_m}, {"block_n", schedule.block_n}, {"warps", schedule.warps}, {"stages", schedule.stages}};
+}
+
+AC_REGISTER_FAMILY(attention_prefill, 100, AttentionPrefillFamily)
 
 }  // namespace agentcompile::plan

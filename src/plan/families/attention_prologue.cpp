@@ -194,9 +194,9 @@ std::optional<AttentionRegionView> read_attention_region(const RegionContext& ct
     p.eps = q->norm->float_attr("eps");
   }
   if (q->rope) {
-    Match probe;
-    if (const std::string why_not = add_rope_facts(*q->rope, probe); !why_not.empty()) return fail(why_not);
-    p.rope = q->rope;
+    std::string why_not;
+    p.rope = rope_spec(*q->rope, &why_not);
+    if (!p.rope) return fail(why_not);
   }
   view.prologue = p;
   return view;
@@ -219,15 +219,14 @@ void add_prologue_to_match(const AttentionPrologue& p, Match& m) {
   if (p.q_norm_width) m.facts["q_norm_width"] = p.q_norm_width;
   if (p.k_norm_width) m.facts["k_norm_width"] = p.k_norm_width;
   if (p.norm_f32) m.facts["norm_f32"] = 1;
-  if (p.rope) add_rope_facts(*p.rope, m);  // read_attention_region checked that it has a form the kernels know
+  if (p.rope) add_rope_facts(*p.rope, m);
 }
 
-std::string prologue_name(const Match& m) {
-  if (!m.facts.count("prologue")) return "";
+std::string prologue_name(const AttentionPrologue& p) {
   std::ostringstream name;
-  if (m.facts.at("qk_norm")) name << (m.facts.count("q_norm_width") || m.facts.count("k_norm_width") ? "_qknormfull" : "_qknorm");
-  if (m.facts.count("norm_f32")) name << "_wf32";
-  if (m.facts.at("rope")) name << "_rope_" << rope_name(m);
+  if (!p.q_norm.empty()) name << (p.q_norm_width || p.k_norm_width ? "_qknormfull" : "_qknorm");
+  if (p.norm_f32) name << "_wf32";
+  if (p.rope) name << "_rope_" << rope_name(*p.rope);
   name << "_append";
   return name.str();
 }

@@ -7,15 +7,16 @@
 // The QK-norm is per head (weight [D], Qwen3, Gemma-3) or over the token's whole projection before
 // its head reshape (weight [H*D], OLMo-2: the stream's input is then [1, H*D] and the rope reads the
 // norm through the reshape); its weights are the attention's dtype or f32 (Gemma's 1 + w).
-// The families record the prologue in their match as roles (q_in, k_in, v_in: the raw projections;
-// q_norm, k_norm: weights; k, v: the cache states) and facts (prologue, qk_norm, rope, eps_bits, the
-// rope facts of plan/families/rope_params.h the rope_kv family uses too, and where they apply
-// q_norm_width / k_norm_width = H*D and norm_f32), so codegen can render the same arithmetic.
+// The families keep the prologue in their match (AttentionPrologue below) and serialize it as roles
+// (q, k_new, v_new: the raw projections; q_norm, k_norm: weights; k, v: the cache states) and facts
+// (prologue, qk_norm, rope, eps_bits, the rope facts of plan/families/rope_params.h the rope_kv
+// family uses too, and where they apply q_norm_width / k_norm_width = H*D and norm_f32).
 #pragma once
 
 #include <optional>
 #include <string>
 
+#include "plan/families/rope_params.h"
 #include "plan/template_family.h"
 
 namespace agentcompile::plan {
@@ -29,7 +30,7 @@ struct AttentionPrologue {
   std::string k_cache, v_cache;  // the states appended to ("state0", ...)
   std::string pos;               // the position input the rope and appends read
   double eps = 0;                // QK-norm epsilon
-  const ir::Node* rope = nullptr;  // the query's rope (the key's has the same attributes); null: none
+  std::optional<RopeSpec> rope;  // the query's rope (the key's has the same attributes); nullopt: none
 };
 
 struct AttentionRegionView {
@@ -41,13 +42,14 @@ struct AttentionRegionView {
 // an attention region, or whose ops before the attention are not a prologue this code reads).
 std::optional<AttentionRegionView> read_attention_region(const RegionContext& ctx, std::string* why);
 
-// Adds the prologue's roles and facts to a match whose "q", "k", "v" roles were set from the
-// attention's operands: "q" becomes the raw query input, "k" and "v" the cache states.
+// The serialized view of a prologue: sets the roles "q" (the raw query input), "k" and "v" (the
+// cache states) and the others, and the prologue's facts.
 void add_prologue_to_match(const AttentionPrologue& prologue, Match& match);
 
-// What a kernel name adds for a match's prologue ("" without one): "_qknorm_rope_theta1000000",
-// "_rope_theta500000_llama3", "_qknormfull_rope_theta500000", "_qknorm_wf32_rope_invf1a2b3c4d", ...;
-// the RoPE table is part of the source, so its form is spelled (rope_params.h, rope_name).
-std::string prologue_name(const Match& match);
+// What a kernel name adds for a prologue: "_qknorm_rope_theta1000000_append",
+// "_rope_theta500000_llama3_append", "_qknormfull_rope_theta500000_append",
+// "_qknorm_wf32_rope_invf1a2b3c4d_append", ...; the RoPE table is part of the source, so its form is
+// spelled (rope_params.h, rope_name).
+std::string prologue_name(const AttentionPrologue& prologue);
 
 }  // namespace agentcompile::plan

@@ -8,16 +8,13 @@
 // K and V rows fit in 48 KB of static shared memory (128 keys at D <= 32, 8 at D = 512).
 // A decode region that opens with the token's QK-norm / RoPE / KV append is two launches: the
 // rope_kv kernel (query rotated into the workspace, key and value appended), then this kernel.
-// codegen/renderers/attention_reference.cpp writes the source.
+// The record is in attention_reference.h; codegen/renderers/attention_reference.cpp writes the source.
 #include "plan/families/attention_reference.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <sstream>
-
-#include "plan/families.h"
-#include "plan/families/attention_prologue.h"
-#include "plan/families/rope_params.h"
 
 namespace agentcompile::plan {
 
@@ -51,138 +48,137 @@ int64_t prologue_vec(int64_t D) {
 
 float scale_of(const ir::Node& attn) { return static_cast<float>(attn.float_attr("scale", 1.0)); }  // the interpreter's default
 
-// The prologue's first launch: the rope_kv family's kernel over three streams (the query, rotated
-// into the workspace; the key, rotated and appended; the value, appended), at its narrowest row layout.
-Match prologue_rope_match(const Match& m) {
-  Match r;
-  r.dtype = m.dtype;
-  r.out_dtype = m.dtype;
-  const int64_t NH = m.facts.at("NH"), KV = m.facts.at("KV");
-  const bool norm = m.facts.at("qk_norm") != 0, rope = m.facts.at("rope") != 0;
-  r.variant = std::string(norm ? "qknorm_" : "") + (rope ? "rope_" : "") + "append";
-  r.roles = {{"x0", m.roles.at("q")}, {"y0", "workspace"}, {"x1", m.roles.at("k_new")}, {"cache1", m.roles.at("k")},
-             {"x2", m.roles.at("v_new")}, {"cache2", m.roles.at("v")}, {"pos", m.roles.at("pos")}};
-  if (norm) {
-    r.roles["norm0"] = m.roles.at("q_norm");
-    r.roles["norm1"] = m.roles.at("k_norm");
-  }
-  for (const auto& [fact, value] : m.facts)
-    if (fact.rfind("rope_", 0) == 0 || fact == "eps_bits" || fact == "norm_f32") r.facts[fact] = value;
-  if (m.facts.count("q_norm_width")) r.facts["norm_width0"] = m.facts.at("q_norm_width");
-  if (m.facts.count("k_norm_width")) r.facts["norm_width1"] = m.facts.at("k_norm_width");
-  r.facts["heads0"] = NH;
-  r.facts["heads1"] = KV;
-  r.facts["heads2"] = KV;
-  r.facts["rope0"] = rope;
-  r.facts["rope1"] = rope;
-  r.facts["rope2"] = 0;
-  r.facts["streams"] = 3;
-  r.facts["rows"] = NH + 2 * KV;
-  r.facts["D"] = m.facts.at("D");
-  r.facts["tokens"] = 1;
-  return r;
-}
-
-Launch prologue_launch(const Match& m, const std::string& name) {
-  const Match r = prologue_rope_match(m);
-  const ParamSet params{{"vec", m.facts.at("prologue_vec")}, {"threads", kThreads}};
-  Launch launch = rope_kv_family().launches(r, params).front();
-  launch.kernel = name;
-  return launch;
-}
-
-class AttentionReferenceFamily final : public TemplateFamily {
+class AttentionReferenceFamily final : public TypedFamily<AttentionReferenceMatch, AttentionReferenceConfig> {
  public:
   std::string name() const override { return "attention_reference"; }
   std::string template_file() const override { return "attention_reference.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<AttentionReferenceMatch> match(const RegionContext& ctx) const override {
     if (!attention_reference_rejection(ctx).empty()) return std::nullopt;
     const auto view = read_attention_region(ctx, nullptr);
     const ir::Node& attn = *view->attention;
     const auto& q = ctx.function->type(attn.operands[0]);  // [T, NH, D]
     const auto& k = ctx.function->type(attn.operands[1]);  // [L, KV, D]
-    Match m;
+    AttentionReferenceMatch m;
     m.dtype = q.dtype;
-    m.out_dtype = q.dtype;
-    const bool one_token = q.shape[0].is_static() && q.shape[0].value == 1;
-    m.variant = one_token ? "decode" : "prefill";
-    m.facts["NH"] = q.shape[1].value;
-    m.facts["KV"] = k.shape[1].value;
-    m.facts["D"] = q.shape[2].value;
-    m.facts["tokens_static"] = q.shape[0].is_static() ? q.shape[0].value : 0;  // 0: T of the call
-    m.facts["scale_bits"] = std::bit_cast<uint32_t>(scale_of(attn));
-    if (attn.int_attr("window", 0) > 0) m.facts["window"] = attn.int_attr("window", 0);
-    m.roles["pos"] = ctx.slot_of(attn.operands[3]);
-    m.roles["o"] = ctx.slot_of(attn.result);
+    m.decode = q.shape[0].is_static() && q.shape[0].value == 1;
+    m.NH = q.shape[1].value;
+    m.KV = k.shape[1].value;
+    m.D = q.shape[2].value;
+    m.tokens_static = q.shape[0].is_static() ? q.shape[0].value : 0;  // 0: T of the call
+    m.scale = scale_of(attn);
+    m.window = std::max<int64_t>(0, attn.int_attr("window", 0));
+    m.pos = ctx.slot_of(attn.operands[3]);
+    m.o = ctx.slot_of(attn.result);
     if (view->prologue) {
-      add_prologue_to_match(*view->prologue, m);
-      m.facts["prologue_vec"] = prologue_vec(m.facts.at("D"));
+      m.q = view->prologue->q_in;
+      m.k = view->prologue->k_cache;
+      m.v = view->prologue->v_cache;
+      m.prologue = view->prologue;
+      m.prologue_vec = prologue_vec(m.D);
     } else {
-      m.roles["q"] = ctx.slot_of(attn.operands[0]);
-      m.roles["k"] = ctx.slot_of(attn.operands[1]);
-      m.roles["v"] = ctx.slot_of(attn.operands[2]);
+      m.q = ctx.slot_of(attn.operands[0]);
+      m.k = ctx.slot_of(attn.operands[1]);
+      m.v = ctx.slot_of(attn.operands[2]);
     }
     return m;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
-    const int64_t D = m.facts.at("D");
-    const int64_t tile = tile_for(D);
+  std::vector<Choice> param_space(const AttentionReferenceMatch& m, const DeviceProfile& device) const override {
+    const int64_t tile = tile_for(m.D);
     if (tile == 0 || kThreads > device.max_threads_per_block) return {};
-    Choice c;
-    c.params = {{"fallback", 1}, {"threads", kThreads}, {"tile", tile}};
+    Choice c{AttentionReferenceConfig(m, AttentionReferenceSchedule{kThreads, tile})};
     c.score = 0.01;  // below every other family's candidates: the baseline they must beat
     c.notes.push_back("reference fallback: one block per (query row, head), " + std::to_string(tile) +
-                      "-key fp32 tiles in shared memory (" + std::to_string(shared_bytes(D, tile) / 1024) +
+                      "-key fp32 tiles in shared memory (" + std::to_string(shared_bytes(m.D, tile) / 1024) +
                       " KB), fp32 online softmax; any head_dim, f32/f16/bf16");
-    return {c};
+    std::vector<Choice> out;
+    out.push_back(std::move(c));
+    return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+  std::string kernel_name(const AttentionReferenceConfig& config) const override {
+    const AttentionReferenceMatch& m = config.match;
     std::ostringstream name;
-    name << "attention_reference_" << m.variant << "_" << dtype_tag(m.dtype) << "_h" << m.facts.at("NH") << "x"
-         << m.facts.at("KV") << "_d" << m.facts.at("D") << prologue_name(m);
-    if (m.facts.at("tokens_static") > 1) name << "_q" << m.facts.at("tokens_static");
+    name << "attention_reference_" << (m.decode ? "decode" : "prefill") << "_" << dtype_tag(m.dtype) << "_h" << m.NH << "x" << m.KV
+         << "_d" << m.D << (m.prologue ? prologue_name(*m.prologue) : "");
+    if (m.tokens_static > 1) name << "_q" << m.tokens_static;
     // The scale is a value, not a choice; spelled only when it is not the usual 1/sqrt(D).
-    const auto usual = std::bit_cast<uint32_t>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.facts.at("D")))));
-    if (m.facts.at("scale_bits") != usual) name << "_sc" << std::hex << m.facts.at("scale_bits") << std::dec;
-    if (m.facts.count("window")) name << "_win" << m.facts.at("window");
-    name << "_t" << p.at("threads") << "_k" << p.at("tile");
+    const auto usual = std::bit_cast<uint32_t>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.D))));
+    if (std::bit_cast<uint32_t>(m.scale) != usual) name << "_sc" << std::hex << std::bit_cast<uint32_t>(m.scale) << std::dec;
+    if (m.window > 0) name << "_win" << m.window;
+    name << "_t" << config.schedule.threads << "_k" << config.schedule.tile;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
+  std::vector<Launch> launches(const AttentionReferenceConfig& config) const override {
+    const AttentionReferenceMatch& m = config.match;
     Launch launch;
-    launch.kernel = kernel_name(m, p);
-    const int64_t tokens = m.facts.at("tokens_static");
-    launch.grid_x = tokens ? Extent{0, tokens, 1} : Extent{1, 0, 1};  // one block per query row
-    launch.grid_y = Extent{0, m.facts.at("NH"), 1};                   // and head
-    launch.block_x = static_cast<int>(p.at("threads"));
+    launch.kernel = kernel_name(config);
+    launch.grid_x = m.tokens_static ? Extent{0, m.tokens_static, 1} : Extent{1, 0, 1};  // one block per query row
+    launch.grid_y = Extent{0, m.NH, 1};                                                  // and head
+    launch.block_x = static_cast<int>(config.schedule.threads);
     launch.shared_bytes = 0;  // static shared memory only
-    if (!m.facts.count("prologue")) return {launch};
-    Launch rope = prologue_launch(m, launch.kernel + "_prologue");
-    return {rope, launch};
+    if (!m.prologue) return {launch};
+    return {rope_kv_launch(attention_reference_prologue(config), launch.kernel + "_prologue"), launch};
   }
 
   // The rotated query of the prologue, [1, NH, D].
-  int64_t workspace_bytes_fixed(const Match& m, const ParamSet&) const override {
-    return m.facts.count("prologue") ? m.facts.at("NH") * m.facts.at("D") * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0;
+  int64_t workspace_bytes_fixed(const AttentionReferenceConfig& config) const override {
+    const AttentionReferenceMatch& m = config.match;
+    return m.prologue ? m.NH * m.D * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0;
   }
 };
 
 }  // namespace
 
-Candidate attention_reference_prologue(const Candidate& reference) {
-  Candidate rope;
-  rope.id = reference.id;
-  rope.family = "rope_kv";
-  rope.template_file = rope_kv_family().template_file();
-  rope.match = prologue_rope_match(reference.match);
-  rope.params = {{"vec", reference.match.facts.at("prologue_vec")}, {"threads", kThreads}};
-  rope.launches = {reference.launches.front()};
-  rope.spelled_name = rope.launches.front().kernel;
-  return rope;
+Match AttentionReferenceConfig::match_view() const {
+  const AttentionReferenceMatch& a = match;
+  Match m;
+  m.dtype = a.dtype;
+  m.out_dtype = a.dtype;
+  m.variant = a.decode ? "decode" : "prefill";
+  m.facts["NH"] = a.NH;
+  m.facts["KV"] = a.KV;
+  m.facts["D"] = a.D;
+  m.facts["tokens_static"] = a.tokens_static;
+  m.facts["scale_bits"] = std::bit_cast<uint32_t>(a.scale);
+  if (a.window > 0) m.facts["window"] = a.window;
+  m.roles["pos"] = a.pos;
+  m.roles["o"] = a.o;
+  if (a.prologue) {
+    add_prologue_to_match(*a.prologue, m);
+    m.facts["prologue_vec"] = a.prologue_vec;
+  } else {
+    m.roles["q"] = a.q;
+    m.roles["k"] = a.k;
+    m.roles["v"] = a.v;
+  }
+  return m;
+}
+
+ParamSet AttentionReferenceConfig::params_view() const {
+  return {{"fallback", 1}, {"threads", schedule.threads}, {"tile", schedule.tile}};
+}
+
+// The prologue's first launch: the rope_kv family's kernel over three streams (the query, rotated
+// into the workspace; the key, rotated and appended; the value, appended), at its narrowest row layout.
+RopeKvConfig attention_reference_prologue(const AttentionReferenceConfig& reference) {
+  const AttentionReferenceMatch& m = reference.match;
+  const AttentionPrologue& p = *m.prologue;
+  RopeKvMatch r;
+  r.dtype = m.dtype;
+  r.D = m.D;
+  const bool rope = p.rope.has_value();
+  r.streams.push_back(RopeKvStream{p.q_in, p.q_norm, p.q_norm_width, "workspace", "", m.NH, rope});
+  r.streams.push_back(RopeKvStream{p.k_in, p.k_norm, p.k_norm_width, "", p.k_cache, m.KV, rope});
+  r.streams.push_back(RopeKvStream{p.v_in, "", 0, "", p.v_cache, m.KV, false});
+  r.pos = m.pos;
+  r.tokens = 1;
+  r.eps = p.eps;
+  r.norm_f32 = p.norm_f32;
+  r.rope = p.rope;
+  return RopeKvConfig(std::move(r), RopeKvSchedule{m.prologue_vec, kThreads, false});
 }
 
 std::string attention_reference_rejection(const RegionContext& ctx) {
@@ -225,9 +221,6 @@ std::string attention_reference_rejection(const RegionContext& ctx) {
   return "";
 }
 
-const TemplateFamily& attention_reference_family() {
-  static const AttentionReferenceFamily family;
-  return family;
-}
+AC_REGISTER_FAMILY(attention_reference, 120, AttentionReferenceFamily)
 
 }  // namespace agentcompile::plan

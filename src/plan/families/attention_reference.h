@@ -1,9 +1,15 @@
-// The reference attention family's own question: why can it not implement a region? Its match
-// answers yes or no; this says why not, so tests and reports can name the reason.
+// The reference attention family's record (plan/families/attention_reference.cpp,
+// codegen/renderers/attention_reference.cpp) and its own question: why can it not implement a
+// region? Its match answers yes or no; attention_reference_rejection says why not, so tests and
+// reports can name the reason.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
+#include "plan/families/attention_prologue.h"
+#include "plan/families/rope_kv.h"
 #include "plan/template_family.h"
 
 namespace agentcompile::plan {
@@ -12,6 +18,33 @@ namespace agentcompile::plan {
 // tile is 8 keys of fp32 K and V in 48 KB of static shared memory).
 constexpr int64_t kAttentionReferenceMaxHeadDim = 512;
 
+struct AttentionReferenceMatch {
+  ir::DType dtype = ir::DType::kF16;
+  bool decode = false;     // one query token (variant "decode"), else T queries ("prefill")
+  int64_t NH = 0, KV = 0, D = 0;
+  int64_t tokens_static = 0;  // a static query count; 0: the T of the call
+  float scale = 1.f;
+  int64_t window = 0;      // 0: none
+  std::string q, k, v, pos, o;  // slots; with a prologue q is the raw query input, k and v the caches
+  std::optional<AttentionPrologue> prologue;
+  int64_t prologue_vec = 0;  // elements per lane of the prologue's rope_kv kernel
+};
+
+struct AttentionReferenceSchedule {
+  int64_t threads = 128;
+  int64_t tile = 0;  // keys per pass through shared memory
+};
+
+struct AttentionReferenceConfig final : FamilyConfig {
+  AttentionReferenceMatch match;
+  AttentionReferenceSchedule schedule;
+
+  AttentionReferenceConfig(AttentionReferenceMatch m, AttentionReferenceSchedule s) : match(std::move(m)), schedule(s) {}
+  Match match_view() const override;
+  ParamSet params_view() const override;
+  bool fallback() const override { return true; }  // the one choice, the baseline of every attention region
+};
+
 // "" when attention_reference implements the region, otherwise the reason it does not, e.g.
 // "head_dim 640 is outside 1..512, ..." or "i32 attention: the reference kernel takes f32, f16 and bf16 only".
 std::string attention_reference_rejection(const RegionContext& ctx);
@@ -19,7 +52,7 @@ std::string attention_reference_rejection(const RegionContext& ctx);
 // A decode region that opens with its token's QK-norm / RoPE / KV append (attention_prologue.h) is
 // two launches in this family: the rope_kv kernel, which rotates the query into the workspace and
 // appends the key and value row, then the reference attention reading the query from there.
-// The rope_kv candidate of the first launch (named after `reference`'s first launch):
-Candidate attention_reference_prologue(const Candidate& reference);
+// The rope_kv configuration of the first launch (of a config with a prologue):
+RopeKvConfig attention_reference_prologue(const AttentionReferenceConfig& reference);
 
 }  // namespace agentcompile::plan

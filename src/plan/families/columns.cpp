@@ -3,12 +3,12 @@
 // generated row program over the flattened leading dims: one thread per output element (VEC adjacent
 // columns of an output row) walks the axis with coalesced accesses. Reductions whose outputs are too
 // few to fill the GPU split the axis across blocks (split=N, two launches, partials in the workspace).
+// The record is in columns.h; codegen/renderers/columns.cpp writes the source.
+#include "plan/families/columns.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-
-#include "plan/families.h"
-#include "plan/families/row_program.h"
 
 namespace agentcompile::plan {
 
@@ -22,21 +22,20 @@ int64_t typical_out_rows(const RowProgram& p) {
   return outer * p.inner_rows();
 }
 
-class ColumnFamily final : public TemplateFamily {
+class ColumnFamily final : public TypedFamily<RowProgram, ColumnConfig> {
  public:
   std::string name() const override { return "columns"; }
   std::string template_file() const override { return "columns.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<RowProgram> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
     if (!program || !program->column_form()) return std::nullopt;
     // Indices and lengths are ints on the device.
     if (program->reduced_length() >= (int64_t{1} << 31) || program->cols >= (int64_t{1} << 31)) return std::nullopt;
-    return row_program_match(*program, std::string(ir::op_name(program->row_op())));
+    return program;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
-    const RowProgram p = decode_row_program(m);
+  std::vector<Choice> param_space(const RowProgram& p, const DeviceProfile& device) const override {
     const bool scan = is_scan(p.row_op());
     const int max_vec = p.max_vector();
     const int64_t n = p.reduced_length();
@@ -52,9 +51,7 @@ class ColumnFamily final : public TemplateFamily {
         for (int split : {1, 4, 16, 64}) {
           if (split > 1 && (scan || n / split < 16 || items * split / 2 > slots)) continue;  // enough threads already
           if (vec == 1 && threads == 256 && split == 1) continue;  // that is the fallback
-          Choice c;
-          c.params = {{"threads", threads}, {"vec", vec}};
-          if (split > 1) c.params["split"] = split;
+          Choice c{ColumnConfig(p, ColumnSchedule{threads, vec, split > 1 ? split : 0, false})};
           // Threads in flight hide the walk's latency; wide vectors move more per access; a split
           // pays a second launch and its partials.
           const double fill = std::min(1.0, items * split / slots);
@@ -67,55 +64,60 @@ class ColumnFamily final : public TemplateFamily {
           out.push_back(std::move(c));
         }
       }
-    Choice fallback;
-    fallback.params = {{"threads", 256}, {"vec", 1}, {"fallback", 1}};
+    Choice fallback{ColumnConfig(p, ColumnSchedule{256, 1, 0, true})};
     fallback.score = 0.01;
     fallback.notes = {"conservative fallback: one column per thread, no alignment assumed"};
     out.push_back(std::move(fallback));
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
+  std::string kernel_name(const ColumnConfig& config) const override {
+    const RowProgram& p = config.program;
+    const ColumnSchedule& s = config.schedule;
     std::ostringstream name;
-    name << "columns_" << p.ops_tag() << "_" << dtype_tag(m.dtype) << "_n" << p.reduced_length() << "_c" << p.cols << "_i"
-         << p.inner_rows() << "_" << rows_tag(p.outer_per_token(), p.outer_fixed()) << "_" << row_program_digest(m) << "_t"
-         << params.at("threads") << "_v" << params.at("vec");
-    if (params.count("split")) name << "_s" << params.at("split");
+    name << "columns_" << p.ops_tag() << "_" << dtype_tag(p.dtype()) << "_n" << p.reduced_length() << "_c" << p.cols << "_i"
+         << p.inner_rows() << "_" << rows_tag(p.outer_per_token(), p.outer_fixed()) << "_" << row_program_digest(config.match_view())
+         << "_t" << s.threads << "_v" << s.vec;
+    if (s.split) name << "_s" << s.split;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
-    const int64_t per_out_row = p.inner_rows() * (p.cols / params.at("vec"));
+  std::vector<Launch> launches(const ColumnConfig& config) const override {
+    const RowProgram& p = config.program;
+    const ColumnSchedule& s = config.schedule;
+    const int64_t per_out_row = p.inner_rows() * (p.cols / s.vec);
     Launch launch;
-    launch.kernel = kernel_name(m, params);
-    launch.grid_x = Extent{p.outer_per_token() * per_out_row, p.outer_fixed() * per_out_row, params.at("threads")};
-    launch.block_x = static_cast<int>(params.at("threads"));
-    if (!params.count("split")) return {launch};
+    launch.kernel = kernel_name(config);
+    launch.grid_x = Extent{p.outer_per_token() * per_out_row, p.outer_fixed() * per_out_row, s.threads};
+    launch.block_x = static_cast<int>(s.threads);
+    if (!s.split) return {launch};
     Launch partial = launch, combine = launch;
     partial.kernel += "_partial";
-    partial.grid_y = Extent{0, params.at("split"), 1};
+    partial.grid_y = Extent{0, s.split, 1};
     combine.kernel += "_combine";
     return {partial, combine};
   }
 
   // The split form's partials: (value, index) of 8 bytes per slice and output element.
-  int64_t workspace_bytes_per_token(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
-    return params.count("split") ? params.at("split") * p.outer_per_token() * p.inner_rows() * p.cols * 8 : 0;
+  int64_t workspace_bytes_per_token(const ColumnConfig& config) const override {
+    const RowProgram& p = config.program;
+    return config.schedule.split * p.outer_per_token() * p.inner_rows() * p.cols * 8;
   }
-  int64_t workspace_bytes_fixed(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
-    return params.count("split") ? params.at("split") * p.outer_fixed() * p.inner_rows() * p.cols * 8 : 0;
+  int64_t workspace_bytes_fixed(const ColumnConfig& config) const override {
+    const RowProgram& p = config.program;
+    return config.schedule.split * p.outer_fixed() * p.inner_rows() * p.cols * 8;
   }
 };
 
 }  // namespace
 
-const TemplateFamily& column_family() {
-  static const ColumnFamily family;
-  return family;
+ParamSet ColumnConfig::params_view() const {
+  ParamSet p{{"threads", schedule.threads}, {"vec", schedule.vec}};
+  if (schedule.split) p["split"] = schedule.split;
+  if (schedule.fallback) p["fallback"] = 1;
+  return p;
 }
+
+AC_REGISTER_FAMILY(columns, 150, ColumnFamily)
 
 }  // namespace agentcompile::plan

@@ -2,20 +2,19 @@
 // concat, flip or a slice of an inner axis, over static shapes or shapes whose first dim is T in the
 // output and every operand (an op that keeps that dim in place: its strides stay static). Each output element reads one
 // source element at an affine offset: per operand ("piece") a base and a stride per output dim
-// (negative for a flip), and for a concat the range of the concat axis the piece covers. Facts:
-// rank, d<j> (output dims; d0 = 0 for T), pieces, and per piece lo<i>, hi<i> (its range on `axis`), base<i>,
-// s<i>.<j>, or fill<i> (the bits of a double: a one-value constant operand, written, not read);
-// roles src<i> (operand slots) and out.
+// (negative for a flip), and for a concat the range of the concat axis the piece covers; a one-value
+// constant operand is written, not read. The record and its serialized view are in copy.h;
+// codegen/renderers/copy.cpp writes the source.
 //
 // Forms: "elementwise", one vector of VEC output elements per thread (VEC > 1 where every piece
 // reads its innermost axis contiguously and aligned); "tiled", a transpose that moves the innermost
 // axis through shared-memory tiles (reads and writes both coalesced).
+#include "plan/families/copy.h"
+
 #include <algorithm>
 #include <bit>
 #include <sstream>
 
-#include "plan/families.h"
-#include "plan/families/copy.h"
 #include "plan/families/row_program.h"
 
 namespace agentcompile::plan {
@@ -30,8 +29,6 @@ std::vector<int64_t> contiguous_strides(const ir::Shape& shape) {
   return s;
 }
 
-int64_t fact(const Match& m, const std::string& key) { return m.facts.at(key); }
-
 // A static shape, or one whose only symbolic dim is a leading T.
 bool t_rows_only(const ir::Shape& shape) {
   for (size_t j = 0; j < shape.size(); ++j)
@@ -40,12 +37,9 @@ bool t_rows_only(const ir::Shape& shape) {
 }
 
 // Output elements: per token (d0 is T) or in all.
-int64_t elements_of(const Match& m) {
+int64_t elements_of(const CopyMatch& m) {
   int64_t elements = 1;
-  for (int64_t j = 0; j < fact(m, "rank"); ++j) {
-    const int64_t d = fact(m, "d" + std::to_string(j));
-    elements *= d ? d : 1;
-  }
+  for (int64_t d : m.dims) elements *= d ? d : 1;
   return elements;
 }
 
@@ -61,43 +55,45 @@ std::optional<double> splat_value(const ir::Function& f, ir::ValueId value) {
   }
 }
 
-bool is_fill(const Match& m, int64_t piece) { return m.facts.count("fill" + std::to_string(piece)) > 0; }
-
 // The widest vector every piece can move in one aligned access.
-int max_copy_vector(const Match& m) {
-  const int64_t rank = fact(m, "rank");
-  const int64_t last = fact(m, "d" + std::to_string(rank - 1));
+int max_copy_vector(const CopyMatch& m) {
+  const int64_t rank = static_cast<int64_t>(m.dims.size());
+  const int64_t last = m.dims.back();
   int vec = static_cast<int>(std::min<int64_t>(8, 16 / static_cast<int64_t>(ir::dtype_size(m.dtype))));
   for (; vec > 1; vec /= 2) {
     bool ok = last % vec == 0;
-    for (int64_t i = 0; i < fact(m, "pieces") && ok; ++i) {
-      const std::string p = std::to_string(i);
-      if (fact(m, "axis") == rank - 1) ok = fact(m, "lo" + p) % vec == 0;
-      if (is_fill(m, i)) continue;
-      ok = ok && fact(m, "s" + p + "." + std::to_string(rank - 1)) == 1 && fact(m, "base" + p) % vec == 0;
-      for (int64_t j = 0; j + 1 < rank && ok; ++j) ok = fact(m, "s" + p + "." + std::to_string(j)) % vec == 0;
+    for (size_t i = 0; i < m.pieces.size() && ok; ++i) {
+      const CopyPiece& piece = m.pieces[i];
+      if (m.axis == rank - 1) ok = piece.lo % vec == 0;
+      if (piece.fill) continue;
+      ok = ok && piece.strides.back() == 1 && piece.base % vec == 0;
+      for (int64_t j = 0; j + 1 < rank && ok; ++j) ok = piece.strides[static_cast<size_t>(j)] % vec == 0;
     }
     if (ok) return vec;
   }
   return 1;
 }
 
+}  // namespace
+
 // The output dim that reads the source's innermost axis (stride 1), when it is not the output's
 // innermost: a transpose that moves the innermost axis. -1 otherwise.
-int64_t tiled_dim(const Match& m) {
-  const int64_t rank = fact(m, "rank");
-  if (fact(m, "pieces") != 1 || is_fill(m, 0) || rank < 2 || fact(m, "s0." + std::to_string(rank - 1)) == 1) return -1;
+int64_t copy_tiled_dim(const CopyMatch& m) {
+  const int64_t rank = static_cast<int64_t>(m.dims.size());
+  if (m.pieces.size() != 1 || m.pieces[0].fill || rank < 2 || m.pieces[0].strides.back() == 1) return -1;
   for (int64_t j = 0; j + 1 < rank; ++j)
-    if (fact(m, "s0." + std::to_string(j)) == 1) return j;
+    if (m.pieces[0].strides[static_cast<size_t>(j)] == 1) return j;
   return -1;
 }
 
-class CopyFamily final : public TemplateFamily {
+namespace {
+
+class CopyFamily final : public TypedFamily<CopyMatch, CopyConfig> {
  public:
   std::string name() const override { return "copy"; }
   std::string template_file() const override { return "copy.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<CopyMatch> match(const RegionContext& ctx) const override {
     if (ctx.region->kind != analysis::RegionKind::kCopy || ctx.size() != 1) return std::nullopt;
     const ir::Node& node = ctx.node(0);
     const ir::Function& f = *ctx.function;
@@ -105,34 +101,28 @@ class CopyFamily final : public TemplateFamily {
     if (!t_rows_only(out.shape) || out.shape.empty() || ir::is_quantized(out.dtype) || out.dtype == ir::DType::kI64)
       return std::nullopt;
     const bool per_token = !out.shape[0].is_static();
-    Match m;
-    m.variant = std::string(ir::op_name(node.op));
+    CopyMatch m;
+    m.op = node.op;
     m.dtype = out.dtype;
-    m.out_dtype = out.dtype;
-    m.roles["out"] = ctx.slot_of(node.result);
-    if (m.roles["out"].rfind("out", 0) != 0) return std::nullopt;
+    m.out = ctx.slot_of(node.result);
+    if (m.out.rfind("out", 0) != 0) return std::nullopt;
     const int64_t rank = static_cast<int64_t>(out.shape.size());
-    m.facts["rank"] = rank;
-    for (int64_t j = 0; j < rank; ++j) m.facts["d" + std::to_string(j)] = out.shape[static_cast<size_t>(j)].value;  // T: 0
+    for (int64_t j = 0; j < rank; ++j) m.dims.push_back(out.shape[static_cast<size_t>(j)].value);  // T: 0
     auto axis_of = [&](int64_t axis) { return axis < 0 ? axis + rank : axis; };
-    m.facts["axis"] = -1;
     // Pieces: operand slot, base, strides per output dim, range on the concat axis.
     auto add_piece = [&](ir::ValueId operand, int64_t base, const std::vector<int64_t>& strides, int64_t lo, int64_t hi) {
-      const std::string i = std::to_string(m.facts["pieces"]++);
+      CopyPiece& piece = m.pieces.emplace_back();
+      piece.lo = lo;
+      piece.hi = hi;
       if (auto value = splat_value(f, operand)) {  // a constant piece (the zeros of an exclusive scan) is a fill
-        m.facts["fill" + i] = std::bit_cast<int64_t>(*value);
-        m.facts["lo" + i] = lo;
-        m.facts["hi" + i] = hi;
+        piece.fill = *value;
         return true;
       }
-      m.roles["src" + i] = ctx.slot_of(operand);
-      m.facts["base" + i] = base;
-      m.facts["lo" + i] = lo;
-      m.facts["hi" + i] = hi;
-      for (int64_t j = 0; j < rank; ++j) m.facts["s" + i + "." + std::to_string(j)] = strides[static_cast<size_t>(j)];
-      return !m.roles["src" + i].empty() && m.roles["src" + i].rfind("out", 0) != 0;
+      piece.slot = ctx.slot_of(operand);
+      piece.base = base;
+      piece.strides = strides;
+      return !piece.slot.empty() && piece.slot.rfind("out", 0) != 0;
     };
-    m.facts["pieces"] = 0;
     for (ir::ValueId operand : node.operands) {
       const ir::Shape& shape = f.type(operand).shape;
       if (!t_rows_only(shape) || shape.empty() || shape[0].is_static() != !per_token) return std::nullopt;
@@ -168,14 +158,14 @@ class CopyFamily final : public TemplateFamily {
       }
       case OpKind::kConcat: {
         const int64_t axis = axis_of(node.int_attr("axis"));
-        m.facts["axis"] = axis;
+        m.axis = axis;
         int64_t lo = 0;
         for (ir::ValueId operand : node.operands) {
           const int64_t width = f.type(operand).shape[static_cast<size_t>(axis)].value;
           ok = ok && add_piece(operand, 0, contiguous_strides(f.type(operand).shape), lo, lo + width);
           lo += width;
         }
-        if (m.facts["pieces"] > 8) return std::nullopt;  // a RegionArgs holds 8 inputs
+        if (m.pieces.size() > 8) return std::nullopt;  // a RegionArgs holds 8 inputs
         break;
       }
       default: return std::nullopt;
@@ -184,12 +174,12 @@ class CopyFamily final : public TemplateFamily {
     return m;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+  std::vector<Choice> param_space(const CopyMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
     const int max_vec = max_copy_vector(m);
-    if (tiled_dim(m) >= 0) {
-      Choice c;
-      c.params = {{"tiled", 1}, {"threads", 256}};
+    const bool tiled = copy_tiled_dim(m) >= 0;
+    if (tiled) {
+      Choice c{CopyConfig(m, CopySchedule{true, 1, 256, false})};
       c.score = 1.0;
       c.form = "tiled";
       c.notes.push_back("transpose of the innermost axis through 32x33 shared-memory tiles: coalesced reads and writes");
@@ -198,50 +188,48 @@ class CopyFamily final : public TemplateFamily {
     for (int vec : {max_vec, max_vec / 2})
       for (int threads : {128, 256, 512}) {
         if (vec < 1 || threads > device.max_threads_per_block || (vec == 1 && threads == 256)) continue;
-        Choice c;
-        c.params = {{"vec", vec}, {"threads", threads}};
-        c.score = (vec == max_vec ? 0.9 : 0.8) * (threads == 256 ? 1.0 : 0.98) * (tiled_dim(m) >= 0 ? 0.5 : 1.0);
+        Choice c{CopyConfig(m, CopySchedule{false, vec, threads, false})};
+        c.score = (vec == max_vec ? 0.9 : 0.8) * (threads == 256 ? 1.0 : 0.98) * (tiled ? 0.5 : 1.0);
         c.form = "elementwise";
-        c.notes.push_back(std::to_string(vec) + " element(s) per thread" + (tiled_dim(m) >= 0 ? "; strided reads (a transpose)" : ""));
+        c.notes.push_back(std::to_string(vec) + " element(s) per thread" + (tiled ? "; strided reads (a transpose)" : ""));
         out.push_back(std::move(c));
       }
-    Choice fallback;
-    fallback.params = {{"vec", 1}, {"threads", 256}, {"fallback", 1}};
+    Choice fallback{CopyConfig(m, CopySchedule{false, 1, 256, true})};
     fallback.score = 0.01;
     fallback.notes = {"conservative fallback: one element per thread"};
     out.push_back(std::move(fallback));
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& params) const override {
+  std::string kernel_name(const CopyConfig& config) const override {
+    const CopyMatch& m = config.match;
     std::ostringstream name;
-    name << "copy_" << m.variant << "_" << dtype_tag(m.dtype) << "_";
-    for (int64_t j = 0; j < fact(m, "rank"); ++j) {
-      const int64_t d = fact(m, "d" + std::to_string(j));
-      name << (j ? "x" : "") << (d ? std::to_string(d) : "T");
-    }
-    name << "_" << row_program_digest(m);
-    if (params.count("tiled"))
+    name << "copy_" << ir::op_name(m.op) << "_" << dtype_tag(m.dtype) << "_";
+    for (size_t j = 0; j < m.dims.size(); ++j) name << (j ? "x" : "") << (m.dims[j] ? std::to_string(m.dims[j]) : "T");
+    name << "_" << row_program_digest(config.match_view());
+    if (config.schedule.tiled)
       name << "_tiled";
     else
-      name << "_v" << params.at("vec") << "_t" << params.at("threads");
+      name << "_v" << config.schedule.vec << "_t" << config.schedule.threads;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
+  std::vector<Launch> launches(const CopyConfig& config) const override {
+    const CopyMatch& m = config.match;
+    const CopySchedule& s = config.schedule;
     const int64_t elements = elements_of(m);
-    const bool per_token = fact(m, "d0") == 0;
+    const bool per_token = m.dims[0] == 0;
     auto grid = [&](int64_t count, int64_t divisor) { return per_token ? Extent{count, 0, divisor} : Extent{0, count, divisor}; };
     Launch launch;
-    launch.kernel = kernel_name(m, params);
-    launch.block_x = static_cast<int>(params.at("threads"));
-    if (params.count("tiled")) {
-      const int64_t rank = fact(m, "rank"), p = tiled_dim(m);
-      const int64_t P = fact(m, "d" + std::to_string(p)), Q = fact(m, "d" + std::to_string(rank - 1));
+    launch.kernel = kernel_name(config);
+    launch.block_x = static_cast<int>(s.threads);
+    if (s.tiled) {
+      const int64_t p = copy_tiled_dim(m);
+      const int64_t P = m.dims[static_cast<size_t>(p)], Q = m.dims.back();
       const int64_t batch = elements / (P * Q);
       launch.grid_x = grid(batch * ((P + 31) / 32) * ((Q + 31) / 32), 1);
     } else {
-      launch.grid_x = grid(elements / params.at("vec"), params.at("threads"));
+      launch.grid_x = grid(elements / s.vec, s.threads);
     }
     return {launch};
   }
@@ -249,12 +237,40 @@ class CopyFamily final : public TemplateFamily {
 
 }  // namespace
 
-const TemplateFamily& copy_family() {
-  static const CopyFamily family;
-  return family;
+Match CopyConfig::match_view() const {
+  Match m;
+  m.variant = std::string(ir::op_name(match.op));
+  m.dtype = match.dtype;
+  m.out_dtype = match.dtype;
+  m.roles["out"] = match.out;
+  const int64_t rank = static_cast<int64_t>(match.dims.size());
+  m.facts["rank"] = rank;
+  for (int64_t j = 0; j < rank; ++j) m.facts["d" + std::to_string(j)] = match.dims[static_cast<size_t>(j)];
+  m.facts["axis"] = match.axis;
+  m.facts["pieces"] = static_cast<int64_t>(match.pieces.size());
+  for (size_t p = 0; p < match.pieces.size(); ++p) {
+    const CopyPiece& piece = match.pieces[p];
+    const std::string i = std::to_string(p);
+    m.facts["lo" + i] = piece.lo;
+    m.facts["hi" + i] = piece.hi;
+    if (piece.fill) {
+      m.facts["fill" + i] = std::bit_cast<int64_t>(*piece.fill);
+      continue;
+    }
+    m.roles["src" + i] = piece.slot;
+    m.facts["base" + i] = piece.base;
+    for (int64_t j = 0; j < rank; ++j) m.facts["s" + i + "." + std::to_string(j)] = piece.strides[static_cast<size_t>(j)];
+  }
+  return m;
 }
 
-// The tiled form's output dim P (exported for the renderer).
-int64_t copy_tiled_dim(const Match& match) { return tiled_dim(match); }
+ParamSet CopyConfig::params_view() const {
+  if (schedule.tiled) return {{"tiled", 1}, {"threads", schedule.threads}};
+  ParamSet p{{"vec", schedule.vec}, {"threads", schedule.threads}};
+  if (schedule.fallback) p["fallback"] = 1;
+  return p;
+}
+
+AC_REGISTER_FAMILY(copy, 160, CopyFamily)
 
 }  // namespace agentcompile::plan

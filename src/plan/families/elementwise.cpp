@@ -1,30 +1,29 @@
 // Elementwise family (src/kernels/elementwise.cuh): fusion regions made only of pointwise ops
 // (add, sub, mul, div, silu, exp, neg, cast) with numpy broadcasting, as a generated row program
 // over [rows, cols]; vectorized along the columns whenever cols allows.
+// The record is in elementwise.h; codegen/renderers/elementwise.cpp writes the source.
+#include "plan/families/elementwise.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-
-#include "plan/families.h"
-#include "plan/families/row_program.h"
 
 namespace agentcompile::plan {
 
 namespace {
 
-class ElementwiseFamily final : public TemplateFamily {
+class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig> {
  public:
   std::string name() const override { return "elementwise"; }
   std::string template_file() const override { return "elementwise.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<RowProgram> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
     if (!program || program->has_row_op() || program->stores.empty()) return std::nullopt;
-    return row_program_match(*program, "chain");
+    return program;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
-    const RowProgram p = decode_row_program(m);
+  std::vector<Choice> param_space(const RowProgram& p, const DeviceProfile& device) const override {
     const int max_vec = p.max_vector();
     const double elements = static_cast<double>(p.typical_rows()) * static_cast<double>(p.cols);
     // Threads the machine holds at once: below that the whole chain is one wave and latency rules.
@@ -43,8 +42,7 @@ class ElementwiseFamily final : public TemplateFamily {
           const double blocks = std::ceil(elements / (static_cast<double>(vec) * threads * unroll));
           if (unroll > 1 && blocks < 1.5) continue;  // one block already covers everything
           if (vec == 1 && threads == 256 && unroll == 1) continue;  // that is the fallback
-          Choice c;
-          c.params = {{"threads", threads}, {"vec", vec}, {"unroll", unroll}};
+          Choice c{ElementwiseConfig(p, ElementwiseSchedule{threads, vec, unroll, false})};
           const double vec_pref = vec == max_vec ? 1.0 : vec * 2 == max_vec ? 0.85 : 0.6;
           const double unroll_pref = small ? (unroll == 1 ? 1.0 : unroll == 2 ? 0.95 : 0.9)
                                            : (unroll == 2 ? 1.0 : unroll == 4 ? 0.98 : 0.96);
@@ -58,38 +56,42 @@ class ElementwiseFamily final : public TemplateFamily {
         }
       }
     }
-    Choice fallback;
-    fallback.params = {{"threads", 256}, {"vec", 1}, {"unroll", 1}, {"fallback", 1}};
+    Choice fallback{ElementwiseConfig(p, ElementwiseSchedule{256, 1, 1, true})};
     fallback.score = 0.01;
     fallback.notes = {"conservative fallback: one element per thread, no alignment assumed"};
     out.push_back(std::move(fallback));
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
+  std::string kernel_name(const ElementwiseConfig& config) const override {
+    const RowProgram& p = config.program;
+    const ElementwiseSchedule& s = config.schedule;
     std::ostringstream name;
-    name << "elementwise_" << p.ops_tag() << "_" << dtype_tag(m.dtype) << "_c" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_" << row_program_digest(m)
-         << "_t" << params.at("threads") << "_v" << params.at("vec") << "_u" << params.at("unroll");
+    name << "elementwise_" << p.ops_tag() << "_" << dtype_tag(p.dtype()) << "_c" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed())
+         << "_" << row_program_digest(config.match_view()) << "_t" << s.threads << "_v" << s.vec << "_u" << s.unroll;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    const int64_t per_row = m.facts.at("cols") / params.at("vec");
+  std::vector<Launch> launches(const ElementwiseConfig& config) const override {
+    const RowProgram& p = config.program;
+    const ElementwiseSchedule& s = config.schedule;
+    const int64_t per_row = p.cols / s.vec;
     Launch launch;
-    launch.kernel = kernel_name(m, params);
-    launch.grid_x = Extent{m.facts.at("rows_per_token") * per_row, m.facts.at("rows_fixed") * per_row,
-                           params.at("threads") * params.at("unroll")};
-    launch.block_x = static_cast<int>(params.at("threads"));
+    launch.kernel = kernel_name(config);
+    launch.grid_x = Extent{p.rows_per_token() * per_row, p.rows_fixed() * per_row, s.threads * s.unroll};
+    launch.block_x = static_cast<int>(s.threads);
     return {launch};
   }
 };
 
 }  // namespace
 
-const TemplateFamily& elementwise_family() {
-  static const ElementwiseFamily family;
-  return family;
+ParamSet ElementwiseConfig::params_view() const {
+  ParamSet p{{"threads", schedule.threads}, {"vec", schedule.vec}, {"unroll", schedule.unroll}};
+  if (schedule.fallback) p["fallback"] = 1;
+  return p;
 }
+
+AC_REGISTER_FAMILY(elementwise, 40, ElementwiseFamily)
 
 }  // namespace agentcompile::plan

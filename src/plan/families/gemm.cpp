@@ -4,7 +4,7 @@
 // variant: the chain's generated row program runs on the accumulators in the GEMM's epilogue).
 // Planning side: matching, the parameter space, a cost model
 // that ranks tile shapes without knowing T, and launch geometry (grids that grow with T).
-// codegen/renderers/gemm.cpp writes the source.
+// The record is in gemm.h; codegen/renderers/gemm.cpp writes the source.
 //
 // Cost model (per candidate, at T = 512, 1024 and 2048 when T is symbolic, at M when it is static):
 // a block's main loop runs at the SM's mma.sync rate, limited by the shared-memory bytes its warp
@@ -20,14 +20,11 @@
 // down + residual at 352 (64x128x64, 2x2, 4). Blocks of four warps with 64x64 warp tiles (A
 // fragments shared by gate and up count double), two resident per SM, were consistently best.
 // Small T is latency-bound (T = 37: 15-85 TFLOP/s, too few column tiles to fill the SMs).
+#include "plan/families/gemm.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-
-#include "plan/families.h"
-#include "plan/families/matmul_general.h"
-#include "plan/families/matmul_match.h"
-#include "plan/families/row_program.h"
 
 namespace agentcompile::plan {
 
@@ -115,72 +112,64 @@ double ideal_seconds(int64_t M, int64_t N, int64_t K, int64_t mats, const Device
 
 std::string percent(double v) { return std::to_string(static_cast<int>(std::lround(100 * v))) + "%"; }
 
-class GemmFamily final : public TemplateFamily {
+class GemmFamily final : public TypedFamily<GemmMatch, GemmConfig> {
  public:
   std::string name() const override { return "gemm"; }
   std::string template_file() const override { return "gemm.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<GemmMatch> match(const RegionContext& ctx) const override {
     auto base = match_matmul_region(ctx, TokenCount::kAny);
     if (!base) return match_program(ctx);
-    Match m = std::move(*base);
-    if (m.facts.count("norm")) return std::nullopt;  // a norm prologue is a one-token (GEMV) fusion
+    const MatmulMatch& m = *base;
+    if (m.norm) return std::nullopt;  // a norm prologue is a one-token (GEMV) fusion
     // What the tensor-core tiles add to the shared matcher: 16-bit inputs, K in mma steps, column pairs
     // that never straddle a segment edge, one dtype through the epilogue, and nothing else escaping.
     if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16) return std::nullopt;
-    if (m.facts.at("K") % 16 != 0) return std::nullopt;
+    if (m.K % 16 != 0) return std::nullopt;
     const ir::Dim rows = ctx.function->type(ctx.node(0).operands[0]).shape[0];
     if (!rows.is_static() && rows.symbol != ir::Symbol::kT) return std::nullopt;
-    if (rows.is_static()) m.facts["M"] = rows.value;  // absent: M = T at launch
-    for (int s = 0; s < 3; ++s) {
-      const std::string key = "rows" + std::to_string(s);
-      if (!m.facts.count(key)) continue;
-      if (m.facts.at(key) % 8 != 0) return std::nullopt;
-      m.facts["cols" + std::to_string(s)] = m.facts.at(key);  // the GEMM's output columns
-    }
+    for (const MatmulSegment& segment : m.segments)
+      if (segment.rows % 8 != 0) return std::nullopt;
     // A gate/up epilogue computes in f32 whatever casts the graph puts around it; its output is T.
-    if (m.variant == "gate_up") {
+    if (m.epilogue == MatmulEpilogue::kGateUp) {
       if (m.out_dtype != m.dtype) return std::nullopt;
-    } else if (m.variant != "plain" || m.out_dtype == m.dtype) {
+    } else if (m.epilogue != MatmulEpilogue::kPlain || m.out_dtype == m.dtype) {
       for (size_t i = 0; i < ctx.size(); ++i)
         if (ctx.function->type(ctx.node(static_cast<int>(i)).result).dtype != m.dtype) return std::nullopt;
     }
-    const size_t outputs = m.variant == "multi" ? static_cast<size_t>(m.facts.count("rows2") ? 3 : 2) : 1;
+    const size_t outputs = m.epilogue == MatmulEpilogue::kMulti ? m.segments.size() : 1;
     if (ctx.region->outputs.size() != outputs) return std::nullopt;  // an intermediate escapes the region
-    return m;
+    return GemmMatch{std::move(*base), rows.is_static() ? rows.value : 0};  // 0: M = T at launch
   }
 
   // One linear over [M or T, K] in f16/bf16 followed by any pointwise epilogue (matmul_general.h):
   // the epilogue's row program runs on the accumulators, in the GEMM's own epilogue.
-  std::optional<Match> match_program(const RegionContext& ctx) const {
+  std::optional<GemmMatch> match_program(const RegionContext& ctx) const {
     auto m = match_general_matmul(ctx);
-    if (!m || m->facts.at("epilogue") == 0 || m->facts.at("trans_a") != 0 || m->facts.at("trans_b") != 1) return std::nullopt;
+    if (!m || !m->epilogue || m->trans_a || !m->trans_b) return std::nullopt;
     if (m->dtype != ir::DType::kF16 && m->dtype != ir::DType::kBF16) return std::nullopt;
-    if (m->facts.at("K") % 16 != 0 || m->facts.at("N") % 8 != 0) return std::nullopt;
-    const RowProgram p = decode_row_program(*m);
-    if (p.lead.size() != 1) return std::nullopt;  // rows of x as they are: [M, N]
-    if (m->facts.at("M") == 0) m->facts.erase("M");  // T rows
-    m->facts["cols0"] = m->facts.at("N");
-    return m;
+    if (m->K % 16 != 0 || m->N % 8 != 0) return std::nullopt;
+    if (m->epilogue->lead.size() != 1) return std::nullopt;  // rows of x as they are: [M, N]
+    const int64_t M = m->M;  // 0: T rows
+    return GemmMatch{std::move(*m), M};
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+  std::vector<Choice> param_space(const GemmMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
-    const int64_t K = m.facts.at("K"), N = m.facts.at("N");
-    const int64_t mats = m.variant == "gate_up" ? 2 : 1;
-    const bool static_rows = m.facts.count("M") > 0;
-    const std::vector<int64_t> rows_at = static_rows ? std::vector<int64_t>{m.facts.at("M")} : std::vector<int64_t>{512, 1024, 2048};
+    const int64_t K = m.K(), N = m.N();
+    const int64_t mats = m.mats();
+    const bool static_rows = m.M != 0;
+    const std::vector<int64_t> rows_at = static_rows ? std::vector<int64_t>{m.M} : std::vector<int64_t>{512, 1024, 2048};
     // A block stays inside one segment: every segment but the last is a multiple of its columns.
     auto segments_fit = [&](int64_t bn) {
-      if (m.variant != "multi") return true;
-      for (int s = 0; s < 2; ++s) {
-        const std::string key = "cols" + std::to_string(s + 1);
-        if (m.facts.count(key) && m.facts.at("cols" + std::to_string(s)) % bn != 0) return false;
-      }
+      const MatmulMatch* fixed = m.fixed();
+      if (!fixed || fixed->epilogue != MatmulEpilogue::kMulti) return true;
+      for (size_t s = 0; s + 1 < fixed->segments.size(); ++s)
+        if (fixed->segments[s].rows % bn != 0) return false;
       return true;
     };
     // Small static row counts (one token) belong to the GEMV family; stay in the space, ranked below it.
-    const double small_rows = static_rows && m.facts.at("M") < 16 ? 0.5 : 1.0;
+    const double small_rows = static_rows && m.M < 16 ? 0.5 : 1.0;
 
     for (int64_t bm : {32, 64, 128, 256})
       for (int64_t bn : {64, 128, 256})
@@ -196,8 +185,7 @@ class GemmFamily final : public TemplateFamily {
               if (bn > 64 * ((N + 63) / 64)) continue;  // wider than the matrix
               const int64_t blocks_per_sm = resident_blocks(s, device);
               if (blocks_per_sm == 0) continue;
-              Choice c;
-              c.params = {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"wm", wm}, {"wn", wn}, {"stages", stages}};
+              Choice c{GemmConfig(m, GemmTile{false, bm, bn, bk, wm, wn, stages})};
               double score = 0;
               for (int64_t rows : rows_at) {
                 const Estimate e = estimate_mma(s, blocks_per_sm, rows, N, K, device);
@@ -217,8 +205,14 @@ class GemmFamily final : public TemplateFamily {
 
     // The conservative fallback: fp32 FMA tiles, any K % 16, segments of 64 columns.
     if (segments_fit(64)) {
-      Choice c;
-      c.params = {{"bm", 64}, {"bn", 64}, {"bk", 16}, {"tm", 4}, {"tn", 4}, {"fallback", 1}};
+      GemmTile simt;
+      simt.simt = true;
+      simt.bm = 64;
+      simt.bn = 64;
+      simt.bk = 16;
+      simt.tm = 4;
+      simt.tn = 4;
+      Choice c{GemmConfig(m, simt)};
       double score = 0;
       for (int64_t rows : rows_at) {
         const double tiles = std::ceil(rows / 64.0) * std::ceil(N / 64.0);
@@ -233,34 +227,37 @@ class GemmFamily final : public TemplateFamily {
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+  std::string kernel_name(const GemmConfig& config) const override {
+    const GemmMatch& m = config.match;
+    const GemmTile& p = config.tile;
     std::ostringstream name;
-    const bool simt = p.count("fallback") > 0;
-    name << (simt ? "gemm_simt_" : "gemm_mma_") << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
-    if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
-    name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K");
-    if (m.variant == "program") name << "_" << decode_row_program(m).ops_tag() << "_" << row_program_digest(m);
-    if (m.facts.count("M")) name << "_m" << m.facts.at("M");
-    name << "_b" << p.at("bm") << "x" << p.at("bn") << "x" << p.at("bk");
-    if (simt)
-      name << "_t" << p.at("tm") << "x" << p.at("tn");
+    const MatmulMatch* fixed = m.fixed();
+    name << (p.simt ? "gemm_simt_" : "gemm_mma_") << (fixed ? matmul_epilogue_name(fixed->epilogue) + matmul_epilogue_tag(*fixed) : "program")
+         << "_" << dtype_tag(m.dtype());
+    if (m.out_dtype() != m.dtype()) name << "_to_" << dtype_tag(m.out_dtype());
+    name << "_n" << m.N() << "_k" << m.K();
+    if (const GeneralMatmul* program = m.program()) name << "_" << program->epilogue->ops_tag() << "_" << row_program_digest(config.match_view());
+    if (m.M != 0) name << "_m" << m.M;
+    name << "_b" << p.bm << "x" << p.bn << "x" << p.bk;
+    if (p.simt)
+      name << "_t" << p.tm << "x" << p.tn;
     else
-      name << "_w" << p.at("wm") << "x" << p.at("wn") << "_s" << p.at("stages");
+      name << "_w" << p.wm << "x" << p.wn << "_s" << p.stages;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
-    const bool simt = p.count("fallback") > 0;
-    const int64_t mats = m.variant == "gate_up" ? 2 : 1;
+  std::vector<Launch> launches(const GemmConfig& config) const override {
+    const GemmMatch& m = config.match;
+    const GemmTile& p = config.tile;
     Launch launch;
-    launch.kernel = kernel_name(m, p);
-    launch.grid_x = Extent{0, m.facts.at("N"), p.at("bn")};
-    launch.grid_y = m.facts.count("M") ? Extent{0, m.facts.at("M"), p.at("bm")} : Extent{1, 0, p.at("bm")};
-    if (simt) {
-      launch.block_x = static_cast<int>((p.at("bm") / p.at("tm")) * (p.at("bn") / p.at("tn")));
+    launch.kernel = kernel_name(config);
+    launch.grid_x = Extent{0, m.N(), p.bn};
+    launch.grid_y = m.M != 0 ? Extent{0, m.M, p.bm} : Extent{1, 0, p.bm};
+    if (p.simt) {
+      launch.block_x = static_cast<int>((p.bm / p.tm) * (p.bn / p.tn));
     } else {
-      launch.block_x = static_cast<int>(p.at("wm") * p.at("wn") * 32);
-      launch.shared_bytes = p.at("stages") * (p.at("bm") + mats * p.at("bn")) * p.at("bk") * 2;
+      launch.block_x = static_cast<int>(p.wm * p.wn * 32);
+      launch.shared_bytes = p.stages * (p.bm + m.mats() * p.bn) * p.bk * 2;
     }
     return {launch};
   }
@@ -268,9 +265,31 @@ class GemmFamily final : public TemplateFamily {
 
 }  // namespace
 
-const TemplateFamily& gemm_family() {
-  static const GemmFamily family;
-  return family;
+ir::DType GemmMatch::dtype() const { return fixed() ? fixed()->dtype : program()->dtype; }
+ir::DType GemmMatch::out_dtype() const { return fixed() ? fixed()->out_dtype : program()->out_dtype; }
+int64_t GemmMatch::N() const { return fixed() ? fixed()->N : program()->N; }
+int64_t GemmMatch::K() const { return fixed() ? fixed()->K : program()->K; }
+int64_t GemmMatch::mats() const { return fixed() && fixed()->epilogue == MatmulEpilogue::kGateUp ? 2 : 1; }
+
+Match GemmConfig::match_view() const {
+  Match m;
+  if (const MatmulMatch* fixed = match.fixed()) {
+    add_matmul_view(*fixed, m);
+    if (match.M != 0) m.facts["M"] = match.M;
+    for (size_t s = 0; s < fixed->segments.size(); ++s) m.facts["cols" + std::to_string(s)] = fixed->segments[s].rows;  // the GEMM's output columns
+  } else {
+    add_general_matmul_view(*match.program(), m);
+    if (match.M == 0) m.facts.erase("M");  // T rows
+    m.facts["cols0"] = match.program()->N;
+  }
+  return m;
 }
+
+ParamSet GemmConfig::params_view() const {
+  if (tile.simt) return {{"bm", tile.bm}, {"bn", tile.bn}, {"bk", tile.bk}, {"tm", tile.tm}, {"tn", tile.tn}, {"fallback", 1}};
+  return {{"bm", tile.bm}, {"bn", tile.bn}, {"bk", tile.bk}, {"wm", tile.wm}, {"wn", tile.wn}, {"stages", tile.stages}};
+}
+
+AC_REGISTER_FAMILY(gemm, 90, GemmFamily)
 
 }  // namespace agentcompile::plan

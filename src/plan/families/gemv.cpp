@@ -2,14 +2,12 @@
 // residual-add, gate/up act·mul (SiLU or GELU) and multi-segment (fused QKV) epilogues, and the
 // RMSNorm prologue (weights of the activation dtype or f32), alone or after a residual-norm prologue
 // (Gemma's post-norm and residual add, whose sum h block 0 writes).
-// Planning side: matching, the parameter space and launch geometry; codegen/renderers/gemv.cpp
-// writes the source.
-#include <sstream>
+// Planning side: matching, the parameter space and launch geometry; the record is in gemv.h, and
+// codegen/renderers/gemv.cpp writes the source.
+#include "plan/families/gemv.h"
 
 #include <algorithm>
-
-#include "plan/families.h"
-#include "plan/families/matmul_match.h"
+#include <sstream>
 
 namespace agentcompile::plan {
 
@@ -17,21 +15,21 @@ namespace {
 
 using ir::OpKind;
 
-class GemvFamily final : public TemplateFamily {
+class GemvFamily final : public TypedFamily<MatmulMatch, GemvConfig> {
  public:
   std::string name() const override { return "gemv"; }
   std::string template_file() const override { return "gemv.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<MatmulMatch> match(const RegionContext& ctx) const override {
     auto m = match_matmul_region(ctx, TokenCount::kOne);
     if (!m || m->dtype == ir::DType::kF32) return std::nullopt;
     return m;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+  std::vector<Choice> param_space(const MatmulMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
-    const int64_t K = m.facts.at("K"), N = m.facts.at("N");
-    const int mats = m.variant == "gate_up" ? 2 : 1;
+    const int64_t K = m.K, N = m.N;
+    const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
     if (K * 2 > 48 * 1024) return out;  // x is staged in static shared memory
     for (int threads : {128, 256}) {
       for (int rows : {1, 2, 4}) {
@@ -47,8 +45,7 @@ class GemvFamily final : public TemplateFamily {
             const int loads_in_flight = unroll * rows * mats;  // 16-byte weight loads per lane
             if (loads_in_flight > 16) continue;  // register budget: 4 registers per load
             const int64_t blocks = (N + row_warps * rows - 1) / (row_warps * rows);
-            Choice c;
-            c.params = {{"threads", threads}, {"rows", rows}, {"unroll", unroll}, {"split", split}};
+            Choice c{GemvConfig(m, GemvSchedule{threads, rows, unroll, split})};
             // Heuristic: about two blocks per SM, 8 loads in flight per lane, and splits only where
             // rows are too few to fill the machine. Measured on H200 (decode-round4, gemv_admission_test):
             // the fastest schedule of every Qwen3/Llama decode matmul keeps 8 loads in flight, and the
@@ -67,31 +64,39 @@ class GemvFamily final : public TemplateFamily {
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+  std::string kernel_name(const GemvConfig& config) const override {
+    const MatmulMatch& m = config.match;
+    const GemvSchedule& p = config.schedule;
     std::ostringstream name;
-    name << "gemv_" << matmul_prologue_tag(m) << m.variant << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
+    name << "gemv_" << matmul_prologue_tag(m) << matmul_epilogue_name(m.epilogue) << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
-    name << "_n" << m.facts.at("N") << "_k" << m.facts.at("K") << "_t" << p.at("threads") << "_r" << p.at("rows")
-         << "_u" << p.at("unroll") << "_s" << p.at("split");
+    name << "_n" << m.N << "_k" << m.K << "_t" << p.threads << "_r" << p.rows << "_u" << p.unroll << "_s" << p.split;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
-    const int64_t row_warps = p.at("threads") / 32 / p.at("split");
+  std::vector<Launch> launches(const GemvConfig& config) const override {
+    const GemvSchedule& p = config.schedule;
+    const int64_t row_warps = p.threads / 32 / p.split;
     Launch launch;
-    launch.kernel = kernel_name(m, p);
-    launch.grid_x = Extent{0, m.facts.at("N"), row_warps * p.at("rows")};
-    launch.block_x = static_cast<int>(p.at("threads"));
+    launch.kernel = kernel_name(config);
+    launch.grid_x = Extent{0, config.match.N, row_warps * p.rows};
+    launch.block_x = static_cast<int>(p.threads);
     return {launch};
   }
-
 };
 
 }  // namespace
 
-const TemplateFamily& gemv_family() {
-  static const GemvFamily family;
-  return family;
+Match GemvConfig::match_view() const {
+  Match m;
+  add_matmul_view(match, m);
+  return m;
 }
+
+ParamSet GemvConfig::params_view() const {
+  return {{"threads", schedule.threads}, {"rows", schedule.rows}, {"unroll", schedule.unroll}, {"split", schedule.split}};
+}
+
+AC_REGISTER_FAMILY(gemv, 10, GemvFamily)
 
 }  // namespace agentcompile::plan

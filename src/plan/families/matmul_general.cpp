@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "plan/families/row_program.h"
-
 namespace agentcompile::plan {
 
 namespace {
@@ -38,7 +36,7 @@ int64_t product(const ir::Shape& shape, size_t from, size_t to) {
 
 }  // namespace
 
-std::optional<Match> match_general_matmul(const RegionContext& ctx) {
+std::optional<GeneralMatmul> match_general_matmul(const RegionContext& ctx) {
   if (ctx.region->kind != analysis::RegionKind::kMatmul) return std::nullopt;
   const ir::Function& f = *ctx.function;
   size_t mm = 0;
@@ -49,8 +47,7 @@ std::optional<Match> match_general_matmul(const RegionContext& ctx) {
   const ir::TensorType& out = f.type(node.result);
   if (!ir::is_float(out.dtype)) return std::nullopt;
 
-  Match m;
-  m.variant = "program";
+  GeneralMatmul m;
   m.dtype = out.dtype;
   m.out_dtype = out.dtype;
   auto a = gemm_operand(ctx, node.operands[0]);
@@ -74,8 +71,8 @@ std::optional<Match> match_general_matmul(const RegionContext& ctx) {
     }
     K = x.back().value;
     N = y[0].value;
-    m.facts["trans_a"] = 0;
-    m.facts["trans_b"] = 1;
+    m.trans_a = false;
+    m.trans_b = true;
   } else {
     // a[..., M, K] @ b[..., K, N], batch dims equal and static, or T leading: M itself when there are
     // no batch dims (a captured module's batch rows), else the one batch dim.
@@ -86,69 +83,88 @@ std::optional<Match> match_general_matmul(const RegionContext& ctx) {
     for (size_t d = leading_T ? 1 : 0; d < r; ++d)
       if (!out.shape[d].is_static()) return std::nullopt;
     if (!x[r - 1].is_static()) return std::nullopt;
-    if (leading_T && r == 3) m.facts["batch_T"] = 1;
+    m.batch_T = leading_T && r == 3;
     batch = leading_T ? 1 : product(out.shape, 0, r - 2);
     M = leading_T && r == 2 ? 0 : out.shape[r - 2].value;
     N = out.shape[r - 1].value;
     K = x[r - 1].value;
-    m.facts["trans_a"] = a->transposed;
-    m.facts["trans_b"] = b->transposed;
+    m.trans_a = a->transposed;
+    m.trans_b = b->transposed;
   }
   if (M >= (int64_t{1} << 31) || N >= (int64_t{1} << 31) || K >= (int64_t{1} << 31) || N == 0 || K == 0) return std::nullopt;
-  m.roles["a"] = a->slot;
-  m.roles["b"] = b->slot;
-  m.facts["batch"] = batch;
-  m.facts["M"] = M;
-  m.facts["N"] = N;
-  m.facts["K"] = K;
+  m.a = a->slot;
+  m.b = b->slot;
+  m.batch = batch;
+  m.M = M;
+  m.N = N;
+  m.K = K;
 
   // Every node after the product is its epilogue; a linear's bias is the epilogue's first add.
   for (size_t i = 0; i < mm; ++i)  // transposes feed the product and nothing else
     if (!ctx.slot_of(ctx.node(static_cast<int>(i)).result).empty()) return std::nullopt;
   const bool bias = node.operands.size() == 3;
   if (mm + 1 == ctx.size() && !bias) {
-    m.roles["c"] = ctx.slot_of(node.result);
-    if (m.roles["c"].rfind("out", 0) != 0) return std::nullopt;
-    m.facts["epilogue"] = 0;
+    m.c = ctx.slot_of(node.result);
+    if (m.c.rfind("out", 0) != 0) return std::nullopt;
     return m;
   }
   VirtualLoad product_load{node.result, "workspace", ir::DType::kF32, bias ? node.operands[2] : ir::kNoValue};
   auto program = analyze_pointwise_tail(ctx, mm + 1, out.shape, {product_load});
   if (!program) return std::nullopt;
-  encode_row_program(*program, m);
-  m.facts["epilogue"] = 1;
   // Vectors as wide as the program and the row length allow (the workspace and outputs are aligned).
   int vec = program->max_vector();
   while (vec > 1 && program->cols % vec != 0) vec /= 2;
-  m.facts["epilogue_vec"] = vec;
+  m.epilogue_vec = vec;
   m.out_dtype = program->stores.front().dtype;
+  m.epilogue = std::move(program);
   return m;
 }
 
-std::vector<Launch> general_matmul_launches(const Match& m, const std::string& base) {
-  const bool epilogue = m.facts.at("epilogue") != 0;
-  const int64_t M = m.facts.at("M"), N = m.facts.at("N"), K = m.facts.at("K");
-  const bool ta = m.facts.at("trans_a") != 0, tb = m.facts.at("trans_b") != 0;
+void add_general_matmul_view(const GeneralMatmul& g, Match& m) {
+  m.variant = "program";
+  m.dtype = g.dtype;
+  m.out_dtype = g.out_dtype;
+  m.facts["trans_a"] = g.trans_a;
+  m.facts["trans_b"] = g.trans_b;
+  if (g.batch_T) m.facts["batch_T"] = 1;
+  m.roles["a"] = g.a;
+  m.roles["b"] = g.b;
+  m.facts["batch"] = g.batch;
+  m.facts["M"] = g.M;
+  m.facts["N"] = g.N;
+  m.facts["K"] = g.K;
+  if (!g.epilogue) {
+    m.roles["c"] = g.c;
+    m.facts["epilogue"] = 0;
+    return;
+  }
+  encode_row_program(*g.epilogue, m);
+  m.facts["epilogue"] = 1;
+  m.facts["epilogue_vec"] = g.epilogue_vec;
+}
+
+std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::string& base) {
+  const bool epilogue = g.epilogue.has_value();
   Launch gemm;
   gemm.kernel = "cublasGemmStridedBatchedEx";
   gemm.library = true;
   // Row-major operands as cuBLAS's column-major ones (library_calls.cpp): leading dims of the stored
   // matrices, and the elements between batches.
   gemm.library_args = {{"op", "gemm_batched"},
-                       {"a", m.roles.at("a")},
-                       {"b", m.roles.at("b")},
-                       {"c", epilogue ? "workspace:0" : m.roles.at("c")},
-                       {"m", M == 0 ? "T" : std::to_string(M)},
-                       {"n", std::to_string(N)},
-                       {"k", std::to_string(K)},
-                       {"batch", m.facts.count("batch_T") ? "T" : std::to_string(m.facts.at("batch"))},
-                       {"trans_a", ta ? "1" : "0"},
-                       {"trans_b", tb ? "1" : "0"},
-                       {"ab_dtype", std::string(ir::dtype_name(m.dtype))},
-                       {"c_dtype", epilogue ? "f32" : std::string(ir::dtype_name(m.dtype))}};
+                       {"a", g.a},
+                       {"b", g.b},
+                       {"c", epilogue ? "workspace:0" : g.c},
+                       {"m", g.M == 0 ? "T" : std::to_string(g.M)},
+                       {"n", std::to_string(g.N)},
+                       {"k", std::to_string(g.K)},
+                       {"batch", g.batch_T ? "T" : std::to_string(g.batch)},
+                       {"trans_a", g.trans_a ? "1" : "0"},
+                       {"trans_b", g.trans_b ? "1" : "0"},
+                       {"ab_dtype", std::string(ir::dtype_name(g.dtype))},
+                       {"c_dtype", epilogue ? "f32" : std::string(ir::dtype_name(g.dtype))}};
   if (!epilogue) return {gemm};
-  const RowProgram p = decode_row_program(m);
-  const int64_t vec = m.facts.at("epilogue_vec");
+  const RowProgram& p = *g.epilogue;
+  const int64_t vec = g.epilogue_vec;
   Launch program;
   program.kernel = base + "_program";
   program.block_x = 256;
@@ -158,15 +174,14 @@ std::vector<Launch> general_matmul_launches(const Match& m, const std::string& b
 }
 
 // The fp32 product: [batch, M, N] (M or the batch may be T).
-int64_t general_matmul_workspace_per_token(const Match& m) {
-  if (!m.facts.at("epilogue")) return 0;
-  if (m.facts.at("M") == 0) return m.facts.at("N") * 4;
-  return m.facts.count("batch_T") ? m.facts.at("M") * m.facts.at("N") * 4 : 0;
+int64_t general_matmul_workspace_per_token(const GeneralMatmul& g) {
+  if (!g.epilogue) return 0;
+  if (g.M == 0) return g.N * 4;
+  return g.batch_T ? g.M * g.N * 4 : 0;
 }
 
-int64_t general_matmul_workspace_fixed(const Match& m) {
-  return m.facts.at("epilogue") && m.facts.at("M") != 0 && !m.facts.count("batch_T") ? m.facts.at("batch") * m.facts.at("M") * m.facts.at("N") * 4
-                                                                                      : 0;
+int64_t general_matmul_workspace_fixed(const GeneralMatmul& g) {
+  return g.epilogue && g.M != 0 && !g.batch_T ? g.batch * g.M * g.N * 4 : 0;
 }
 
 }  // namespace agentcompile::plan

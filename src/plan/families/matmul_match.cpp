@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace agentcompile::plan {
 
@@ -14,9 +15,9 @@ namespace {
 
 // The gated epilogue act(gate) * up over the region's nodes [from, size): one activation, one mul and
 // casts between float dtypes around them, every node on the path from the two linears' results to
-// the last value. Sets the match's gate_act, y0 role and out dtype; false when the nodes are
-// anything else.
-bool match_gated_epilogue(const RegionContext& ctx, size_t from, ir::ValueId gate, ir::ValueId up, Match& m) {
+// the last value. Sets the match's gate activation, first output (the last value) and out dtype;
+// false when the nodes are anything else.
+bool match_gated_epilogue(const RegionContext& ctx, size_t from, ir::ValueId gate, ir::ValueId up, MatmulMatch& m) {
   std::map<ir::ValueId, const ir::Node*> node_of;  // result -> node, for the epilogue's nodes
   for (size_t i = from; i < ctx.size(); ++i) node_of[ctx.node(static_cast<int>(i)).result] = &ctx.node(static_cast<int>(i));
   std::set<const ir::Node*> path;  // the epilogue's nodes met on the way
@@ -49,16 +50,16 @@ bool match_gated_epilogue(const RegionContext& ctx, size_t from, ir::ValueId gat
   if (under_casts(act->operands[0]) != gate || path.size() != ctx.size() - from) return false;
   if (act->op == OpKind::kGelu) {
     const bool tanh = act->string_attr("approximate", "none") == "tanh";
-    m.facts["gate_act"] = static_cast<int64_t>(tanh ? GateActivation::kGeluTanh : GateActivation::kGeluErf);
+    m.gate_act = tanh ? GateActivation::kGeluTanh : GateActivation::kGeluErf;
   }
-  m.roles["y0"] = ctx.slot_of(last.result);
+  m.segments[0].y = ctx.slot_of(last.result);
   m.out_dtype = ctx.function->type(last.result).dtype;
   return true;
 }
 
 }  // namespace
 
-std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount tokens) {
+std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCount tokens) {
   if (ctx.region->kind != analysis::RegionKind::kMatmul) return std::nullopt;
   // An RMSNorm prologue: the linears read its result, the region reads its input. Float casts may
   // surround it (a graph that normalizes in f32): each node of the chain reads the one before. A
@@ -100,23 +101,20 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
   const bool one_token = x_type.shape[0].is_static() && x_type.shape[0].value == 1;
   if (tokens == TokenCount::kOne && !one_token) return std::nullopt;
 
-  Match m;
+  MatmulMatch m;
   m.dtype = x_type.dtype;
   m.out_dtype = m.dtype;
   const int64_t K = x_type.shape[1].value;
   if (K % 8 != 0) return std::nullopt;
-  m.facts["K"] = K;
-  m.roles["x"] = ctx.slot_of(x);
+  m.K = K;
+  m.x = ctx.slot_of(x);
   if (norm) {
     const ir::DType w_dtype = ctx.function->type(rms->operands[1]).dtype;
     if (!one_token || (w_dtype != m.dtype && w_dtype != ir::DType::kF32) || ctx.function->type(normalized).dtype != m.dtype ||
         first.operands[0] != normalized)
       return std::nullopt;
-    if (w_dtype != m.dtype) m.facts["norm_f32"] = 1;
-    m.roles["norm_w"] = ctx.slot_of(rms->operands[1]);
-    const float eps = static_cast<float>(rms->float_attr("eps"));
-    m.facts["norm"] = 1;
-    m.facts["norm_eps_bits"] = std::bit_cast<uint32_t>(eps);
+    m.norm_f32 = w_dtype != m.dtype;
+    m.norm = NormPrologue{ctx.slot_of(rms->operands[1]), static_cast<float>(rms->float_attr("eps"))};
   }
   if (add) {
     // h = residual + rmsnorm(x): the residual ("skip") and h of x's type, the post-norm's weights of
@@ -126,104 +124,123 @@ std::optional<Match> match_matmul_region(const RegionContext& ctx, TokenCount to
     if (ctx.function->type(skip) != x_type || ctx.function->type(add->result) != x_type ||
         ctx.function->type(post_rms->operands[1]).dtype != ctx.function->type(rms->operands[1]).dtype)
       return std::nullopt;
-    m.roles["skip"] = ctx.slot_of(skip);
-    m.roles["post_w"] = ctx.slot_of(post_rms->operands[1]);
-    const std::string h_slot = ctx.slot_of(add->result);
-    if (!h_slot.empty()) m.roles["h"] = h_slot;
-    m.facts["post_norm"] = 1;
-    m.facts["post_eps_bits"] = std::bit_cast<uint32_t>(static_cast<float>(post_rms->float_attr("eps")));
+    m.residual_norm = ResidualNormPrologue{ctx.slot_of(skip), ctx.slot_of(post_rms->operands[1]), ctx.slot_of(add->result),
+                                           static_cast<float>(post_rms->float_attr("eps"))};
   }
   int64_t total_rows = 0;
   for (size_t i = 0; i < linears; ++i) {
     const ir::Node& lin = ctx.node(static_cast<int>(first_linear + i));
     if (lin.operands[0] != first.operands[0]) return std::nullopt;  // horizontal fusion reads one input
-    const std::string s = std::to_string(i);
-    m.roles["w" + s] = ctx.slot_of(lin.operands[1]);
-    if (lin.operands.size() == 3) m.roles["b" + s] = ctx.slot_of(lin.operands[2]);
-    m.facts["rows" + s] = ctx.function->type(lin.result).shape[1].value;
-    total_rows += m.facts["rows" + s];
-    m.roles["y" + s] = ctx.slot_of(lin.result);
+    MatmulSegment& segment = m.segments.emplace_back();
+    segment.w = ctx.slot_of(lin.operands[1]);
+    if (lin.operands.size() == 3 && (segment.b = ctx.slot_of(lin.operands[2])).empty()) return std::nullopt;  // a bias from inside
+    segment.rows = ctx.function->type(lin.result).shape[1].value;
+    total_rows += segment.rows;
+    segment.y = ctx.slot_of(lin.result);
   }
-  m.facts["N"] = total_rows;
+  m.N = total_rows;
 
   const size_t rest = ctx.size() - end;
   auto at = [&](size_t i) -> const ir::Node& { return ctx.node(static_cast<int>(first_linear + i)); };
   if (rest == 0) {
-    m.variant = linears == 1 ? "plain" : "multi";
+    m.epilogue = linears == 1 ? MatmulEpilogue::kPlain : MatmulEpilogue::kMulti;
   } else if (rest == 1 && linears == 1 && at(1).op == OpKind::kCast) {
-    m.variant = "plain";
+    m.epilogue = MatmulEpilogue::kPlain;
     m.out_dtype = ctx.function->type(at(1).result).dtype;
-    m.roles["y0"] = ctx.slot_of(at(1).result);
+    m.segments[0].y = ctx.slot_of(at(1).result);
   } else if (rest == 1 && linears == 1 && at(1).op == OpKind::kAdd) {
     const ir::Node& add = at(1);
     const int mine = add.operands[0] == first.result ? 0 : add.operands[1] == first.result ? 1 : -1;
     if (mine < 0) return std::nullopt;
     const ir::ValueId other = add.operands[static_cast<size_t>(1 - mine)];
     if (ctx.function->type(other).shape != ctx.function->type(add.result).shape) return std::nullopt;  // no broadcast
-    m.variant = "residual";
-    m.roles["residual"] = ctx.slot_of(other);
-    m.roles["y0"] = ctx.slot_of(add.result);
+    m.epilogue = MatmulEpilogue::kResidual;
+    m.residual = ctx.slot_of(other);
+    if (m.residual.empty()) return std::nullopt;
+    m.segments[0].y = ctx.slot_of(add.result);
   } else if (rest >= 2 && linears == 2 && match_gated_epilogue(ctx, end, first.result, at(1).result, m)) {
-    if (m.facts["rows0"] != m.facts["rows1"]) return std::nullopt;
-    m.variant = "gate_up";
-    m.facts["N"] = m.facts["rows0"];
-    m.roles.erase("y1");
+    if (m.segments[0].rows != m.segments[1].rows) return std::nullopt;
+    m.epilogue = MatmulEpilogue::kGateUp;
+    m.N = m.segments[0].rows;
+    m.segments[1].y.clear();  // up is consumed by the epilogue
   } else if (rest >= 2 && linears == 2 && match_gated_epilogue(ctx, end, at(1).result, first.result, m)) {
     // The up projection came first: the kernels take the gate as segment 0.
-    if (m.facts["rows0"] != m.facts["rows1"]) return std::nullopt;
-    auto swap_roles = [&](const std::string& r0, const std::string& r1) {
-      std::map<std::string, std::string> swapped;
-      if (m.roles.count(r0)) swapped[r1] = m.roles.at(r0);
-      if (m.roles.count(r1)) swapped[r0] = m.roles.at(r1);
-      m.roles.erase(r0);
-      m.roles.erase(r1);
-      m.roles.insert(swapped.begin(), swapped.end());
-    };
-    swap_roles("w0", "w1");
-    swap_roles("b0", "b1");
-    m.variant = "gate_up";
-    m.facts["N"] = m.facts["rows0"];
-    m.roles.erase("y1");
+    if (m.segments[0].rows != m.segments[1].rows) return std::nullopt;
+    std::swap(m.segments[0].w, m.segments[1].w);
+    std::swap(m.segments[0].b, m.segments[1].b);
+    m.epilogue = MatmulEpilogue::kGateUp;
+    m.N = m.segments[0].rows;
+    m.segments[1].y.clear();
   } else {
     return std::nullopt;
   }
-  for (const auto& [role, slot] : m.roles)
-    if (slot.empty()) return std::nullopt;  // an intermediate escapes the region: not this family's shape
+  // An intermediate that escapes the region (no slot) is not this family's shape.
+  if (m.x.empty() || (m.norm && m.norm->w.empty()) || (m.residual_norm && (m.residual_norm->skip.empty() || m.residual_norm->post_w.empty())))
+    return std::nullopt;
+  for (size_t i = 0; i < m.segments.size(); ++i)
+    if (m.segments[i].w.empty() || (m.segments[i].y.empty() && !(m.epilogue == MatmulEpilogue::kGateUp && i == 1))) return std::nullopt;
   return m;
 }
 
-float matmul_norm_eps(const Match& match) {
-  auto it = match.facts.find("norm_eps_bits");
-  return it == match.facts.end() ? 0.f : std::bit_cast<float>(static_cast<uint32_t>(it->second));
+void add_matmul_view(const MatmulMatch& mm, Match& m) {
+  m.variant = matmul_epilogue_name(mm.epilogue);
+  m.dtype = mm.dtype;
+  m.out_dtype = mm.out_dtype;
+  m.facts["K"] = mm.K;
+  m.facts["N"] = mm.N;
+  m.roles["x"] = mm.x;
+  if (mm.gate_act != GateActivation::kSilu) m.facts["gate_act"] = static_cast<int64_t>(mm.gate_act);
+  if (mm.norm) {
+    if (mm.norm_f32) m.facts["norm_f32"] = 1;
+    m.roles["norm_w"] = mm.norm->w;
+    m.facts["norm"] = 1;
+    m.facts["norm_eps_bits"] = std::bit_cast<uint32_t>(mm.norm->eps);
+  }
+  if (mm.residual_norm) {
+    m.roles["skip"] = mm.residual_norm->skip;
+    m.roles["post_w"] = mm.residual_norm->post_w;
+    if (!mm.residual_norm->h.empty()) m.roles["h"] = mm.residual_norm->h;
+    m.facts["post_norm"] = 1;
+    m.facts["post_eps_bits"] = std::bit_cast<uint32_t>(mm.residual_norm->eps);
+  }
+  for (size_t i = 0; i < mm.segments.size(); ++i) {
+    const MatmulSegment& segment = mm.segments[i];
+    const std::string s = std::to_string(i);
+    m.roles["w" + s] = segment.w;
+    if (!segment.b.empty()) m.roles["b" + s] = segment.b;
+    if (!segment.y.empty()) m.roles["y" + s] = segment.y;
+    m.facts["rows" + s] = segment.rows;
+  }
+  if (!mm.residual.empty()) m.roles["residual"] = mm.residual;
 }
 
-float matmul_post_norm_eps(const Match& match) {
-  auto it = match.facts.find("post_eps_bits");
-  return it == match.facts.end() ? 0.f : std::bit_cast<float>(static_cast<uint32_t>(it->second));
+std::string matmul_epilogue_name(MatmulEpilogue epilogue) {
+  switch (epilogue) {
+    case MatmulEpilogue::kPlain: return "plain";
+    case MatmulEpilogue::kMulti: return "multi";
+    case MatmulEpilogue::kResidual: return "residual";
+    case MatmulEpilogue::kGateUp: return "gate_up";
+  }
+  return "plain";
 }
 
-std::string matmul_prologue_tag(const Match& match) {
-  return std::string(match.facts.count("post_norm") ? "rmsnorm_add_" : "") + (match.facts.count("norm") ? "rmsnorm_" : "");
+std::string matmul_prologue_tag(const MatmulMatch& match) {
+  return std::string(match.residual_norm ? "rmsnorm_add_" : "") + (match.norm ? "rmsnorm_" : "");
 }
 
-GateActivation matmul_gate_activation(const Match& match) {
-  auto it = match.facts.find("gate_act");
-  return it == match.facts.end() ? GateActivation::kSilu : static_cast<GateActivation>(it->second);
-}
-
-std::string matmul_epilogue_tag(const Match& match) {
+std::string matmul_epilogue_tag(const MatmulMatch& match) {
   std::string tag;
-  switch (matmul_gate_activation(match)) {
+  switch (match.gate_act) {
     case GateActivation::kSilu: break;
     case GateActivation::kGeluTanh: tag += "_gelu_tanh"; break;
     case GateActivation::kGeluErf: tag += "_gelu"; break;
   }
-  if (match.facts.count("norm_f32")) tag += "_wf32";
+  if (match.norm_f32) tag += "_wf32";
   return tag;
 }
 
-std::string matmul_gate_activation_code(const Match& match) {
-  switch (matmul_gate_activation(match)) {
+std::string matmul_gate_activation_code(GateActivation act) {
+  switch (act) {
     case GateActivation::kSilu: return "ac::kActSilu";
     case GateActivation::kGeluTanh: return "ac::kActGeluTanh";
     case GateActivation::kGeluErf: return "ac::kActGeluErf";

@@ -2,36 +2,34 @@
 // reduce_min, reduce_mean, reduce_prod, argmax or argmin over the last axis, possibly after pointwise
 // ops, as a generated row program that streams each row once; few long rows split across blocks.
 // Reductions over another axis are the column family's (columns.cpp).
-#include <sstream>
+// The record is in reduction.h; codegen/renderers/reduction.cpp writes the source.
+#include "plan/families/reduction.h"
 
-#include "plan/families.h"
-#include "plan/families/row_program.h"
+#include <sstream>
 
 namespace agentcompile::plan {
 
 namespace {
 
-class ReductionFamily final : public TemplateFamily {
+class ReductionFamily final : public TypedFamily<RowProgram, ReductionConfig> {
  public:
   std::string name() const override { return "reduction"; }
   std::string template_file() const override { return "reduction.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<RowProgram> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
     if (!program || !program->has_row_op() || program->column_form()) return std::nullopt;
     const ir::OpKind op = program->row_op();
     if (ir::op_info(op).op_class != ir::OpClass::kReduction) return std::nullopt;
     if (program->cols > (int64_t{1} << 30)) return std::nullopt;
-    return row_program_match(*program, std::string(ir::op_name(op)));
+    return program;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
-    const RowProgram p = decode_row_program(m);
+  std::vector<Choice> param_space(const RowProgram& p, const DeviceProfile& device) const override {
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
     for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), 1 << 30, device)) {
-      Choice c;
-      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}};
+      Choice c{ReductionConfig(p, row_schedule(g))};
       // Nothing is held, so chunks only lengthen the loop: score a thread's share like a streamed
       // row of at most 4 chunks in flight, then prefer more threads on long, few rows.
       RowGeometryChoice streamed = g;
@@ -41,58 +39,58 @@ class ReductionFamily final : public TemplateFamily {
       out.push_back(std::move(c));
     }
     for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
-      Choice c;
-      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
+      Choice c{ReductionConfig(p, row_schedule(g))};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);
       out.push_back(std::move(c));
     }
-    out.push_back(row_fallback_choice(p.cols, "conservative fallback: scalar accesses, one row per block"));
+    out.push_back(Choice{ReductionConfig(p, row_fallback_schedule(p.cols)), kRowFallbackScore,
+                         {"conservative fallback: scalar accesses, one row per block"}});
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
+  std::string kernel_name(const ReductionConfig& config) const override {
+    const RowProgram& p = config.program;
+    const RowSchedule& s = config.schedule;
     std::ostringstream name;
-    name << "reduce_" << p.ops_tag() << "_" << dtype_tag(m.dtype) << "_h" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_" << row_program_digest(m) << "_t"
-         << params.at("tpr") << "_v" << params.at("vec");
-    if (params.count("split"))
-      name << "_s" << params.at("split");
+    name << "reduce_" << p.ops_tag() << "_" << dtype_tag(p.dtype()) << "_h" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_"
+         << row_program_digest(config.match_view()) << "_t" << s.tpr << "_v" << s.vec;
+    if (s.split)
+      name << "_s" << s.split;
     else
-      name << "_r" << params.at("rows");
+      name << "_r" << s.rows;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    const Extent rows{m.facts.at("rows_per_token"), m.facts.at("rows_fixed"), 1};
-    if (params.count("split")) {  // partials per (row, slice), then one warp per row combines them
+  std::vector<Launch> launches(const ReductionConfig& config) const override {
+    const RowProgram& p = config.program;
+    const RowSchedule& s = config.schedule;
+    const Extent rows{p.rows_per_token(), p.rows_fixed(), 1};
+    if (s.split) {  // partials per (row, slice), then one warp per row combines them
       Launch partial;
-      partial.kernel = kernel_name(m, params) + "_partial";
+      partial.kernel = kernel_name(config) + "_partial";
       partial.grid_x = rows;
-      partial.grid_y = Extent{0, params.at("split"), 1};
-      partial.block_x = static_cast<int>(params.at("tpr"));
+      partial.grid_y = Extent{0, s.split, 1};
+      partial.block_x = static_cast<int>(s.tpr);
       Launch combine;
-      combine.kernel = kernel_name(m, params) + "_combine";
+      combine.kernel = kernel_name(config) + "_combine";
       combine.grid_x = rows;
       combine.block_x = 32;
       return {partial, combine};
     }
-    return {row_launch(m, params, kernel_name(m, params))};
+    return {row_launch(p.rows_per_token(), p.rows_fixed(), s, kernel_name(config))};
   }
 
   // The split form's partials: one (value, index) pair of 8 bytes per row and slice.
-  int64_t workspace_bytes_per_token(const Match& m, const ParamSet& params) const override {
-    return split_partials_per_token(m, params, 8);
+  int64_t workspace_bytes_per_token(const ReductionConfig& config) const override {
+    return split_partials(config.program.rows_per_token(), config.schedule, 8);
   }
-  int64_t workspace_bytes_fixed(const Match& m, const ParamSet& params) const override {
-    return split_partials_fixed(m, params, 8);
+  int64_t workspace_bytes_fixed(const ReductionConfig& config) const override {
+    return split_partials(config.program.rows_fixed(), config.schedule, 8);
   }
 };
 
 }  // namespace
 
-const TemplateFamily& reduction_family() {
-  static const ReductionFamily family;
-  return family;
-}
+AC_REGISTER_FAMILY(reduction, 60, ReductionFamily)
 
 }  // namespace agentcompile::plan

@@ -7,13 +7,12 @@
 // f32 while the activations are 16-bit (Gemma's 1 + w); float casts on a stream (a norm computed in
 // f32 between them) change nothing the kernel computes, which is in f32 with one rounding at each
 // store. The rotary embedding is parametric or a table, optionally scaled (plan/families/rope_params.h).
-// codegen/renderers/rope_kv.cpp writes the source.
+// The record is in rope_kv.h; codegen/renderers/rope_kv.cpp writes the source.
+#include "plan/families/rope_kv.h"
+
 #include <algorithm>
 #include <bit>
 #include <sstream>
-
-#include "plan/families.h"
-#include "plan/families/rope_params.h"
 
 namespace agentcompile::plan {
 
@@ -44,12 +43,23 @@ ir::ValueId under_views(const ir::Function& f, ir::ValueId value) {
 
 bool any_row_layout(int64_t D) { return rope_row_lanes(D, 2) || rope_row_lanes(D, 4) || rope_row_lanes(D, 8); }
 
-class RopeKvFamily final : public TemplateFamily {
+// "qknorm_rope_append", "rope_out", ...: what the streams do.
+std::string variant_of(const RopeKvMatch& m) {
+  bool norms = false, ropes = false, appends = false;
+  for (const RopeKvStream& s : m.streams) {
+    norms |= !s.norm.empty();
+    ropes |= s.rope;
+    appends |= !s.cache.empty();
+  }
+  return std::string(norms ? "qknorm_" : "") + (ropes ? "rope_" : "") + (appends ? "append" : "out");
+}
+
+class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
  public:
   std::string name() const override { return "rope_kv"; }
   std::string template_file() const override { return "rope_kv.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<RopeKvMatch> match(const RegionContext& ctx) const override {
     if (ctx.region->kind != analysis::RegionKind::kFusion) return std::nullopt;
     std::vector<Stream> streams;
     ir::ValueId pos = ir::kNoValue;
@@ -114,28 +124,23 @@ class RopeKvFamily final : public TemplateFamily {
     auto head_rows = [&](const Stream& s) -> ir::ValueId {
       return s.rope ? s.rope->operands[0] : s.append ? s.append->operands[0] : s.source;
     };
-    Match m;
+    RopeKvMatch m;
     const auto& first_type = ctx.function->type(head_rows(streams.front()));
     if (first_type.shape.size() != 3 || !first_type.shape[2].is_static()) return std::nullopt;
     const int64_t D = first_type.shape[2].value;
     m.dtype = first_type.dtype;
-    m.out_dtype = m.dtype;
     if (m.dtype != ir::DType::kF16 && m.dtype != ir::DType::kBF16 && m.dtype != ir::DType::kF32) return std::nullopt;
     if (!any_row_layout(D)) return std::nullopt;
-    int64_t rows = 0;
-    bool norms = false, ropes = false, appends = false;
     std::optional<ir::DType> norm_dtype;
-    for (size_t i = 0; i < streams.size(); ++i) {
-      const Stream& s = streams[i];
-      const std::string k = std::to_string(i);
+    for (const Stream& s : streams) {
+      RopeKvStream& out = m.streams.emplace_back();
       const auto& type = ctx.function->type(head_rows(s));
       if (type.shape.size() != 3 || type.shape[0] != first_type.shape[0] || type.shape[2] != first_type.shape[2] ||
           !type.shape[1].is_static() || type.dtype != m.dtype)
         return std::nullopt;
       const int64_t heads = type.shape[1].value;
-      m.facts["heads" + k] = heads;
-      rows += heads;
-      m.roles["x" + k] = ctx.slot_of(s.source);
+      out.heads = heads;
+      out.x = ctx.slot_of(s.source);
       const auto& source_type = ctx.function->type(s.source);
       if (source_type.dtype != m.dtype) return std::nullopt;
       if (s.norm) {
@@ -152,19 +157,14 @@ class RopeKvFamily final : public TemplateFamily {
         const bool per_head = norm_rows == type.shape || (heads == 1 && norm_rows == projection);
         const bool whole = !per_head && norm_rows == projection;
         if (!per_head && !whole) return std::nullopt;
-        if (whole) m.facts["norm_width" + k] = heads * D;
-        m.roles["norm" + k] = w;
-        norms = true;
+        if (whole) out.norm_width = heads * D;
+        out.norm = w;
       } else if (type.shape != source_type.shape) {
         return std::nullopt;  // a reshape inside the region that no norm explains
       }
-      m.facts["rope" + k] = s.rope != nullptr;
-      ropes |= s.rope != nullptr;
-      const std::string out = s.last != s.source ? ctx.slot_of(s.last) : "";
-      if (!out.empty()) {
-        if (out.rfind("out", 0) != 0 || ctx.function->type(s.last).dtype != m.dtype) return std::nullopt;
-        m.roles["y" + k] = out;
-      }
+      out.rope = s.rope != nullptr;
+      out.y = s.last != s.source ? ctx.slot_of(s.last) : "";
+      if (!out.y.empty() && (out.y.rfind("out", 0) != 0 || ctx.function->type(s.last).dtype != m.dtype)) return std::nullopt;
       if (s.append) {
         const auto& states = ctx.region->states;
         auto it = std::find(states.begin(), states.end(), s.append->string_attr("state"));
@@ -172,10 +172,9 @@ class RopeKvFamily final : public TemplateFamily {
         const auto& cache = ctx.function->type(s.append->result);  // [L, H, D]
         if (cache.dtype != m.dtype || cache.shape.size() != 3 || cache.shape[1] != type.shape[1] || cache.shape[2] != type.shape[2])
           return std::nullopt;
-        m.roles["cache" + k] = "state" + std::to_string(it - states.begin());
-        appends = true;
+        out.cache = "state" + std::to_string(it - states.begin());
       }
-      if (out.empty() && !s.append) return std::nullopt;  // computed but never leaves: not a region we understand
+      if (out.y.empty() && !s.append) return std::nullopt;  // computed but never leaves: not a region we understand
     }
     // What leaves the region is a stream's last value or a cache: no intermediate escapes.
     for (size_t i = 0; i < ctx.size(); ++i) {
@@ -183,30 +182,26 @@ class RopeKvFamily final : public TemplateFamily {
       const bool last = std::any_of(streams.begin(), streams.end(), [&](const Stream& s) { return s.last == n.result; });
       if (n.op != OpKind::kKvAppend && !last && !ctx.slot_of(n.result).empty()) return std::nullopt;
     }
-    m.roles["pos"] = ctx.slot_of(pos);
-    m.facts["streams"] = static_cast<int64_t>(streams.size());
-    m.facts["rows"] = rows;
-    m.facts["D"] = D;
-    if (first_type.shape[0].is_static()) m.facts["tokens"] = first_type.shape[0].value;
-    if (norm_attrs) m.facts["eps_bits"] = std::bit_cast<int64_t>(norm_attrs->float_attr("eps"));
-    if (norm_dtype && *norm_dtype != m.dtype) m.facts["norm_f32"] = 1;
-    if (rope_attrs && !add_rope_facts(*rope_attrs, m).empty()) return std::nullopt;
-    m.variant = std::string(norms ? "qknorm_" : "") + (ropes ? "rope_" : "") + (appends ? "append" : "out");
+    m.pos = ctx.slot_of(pos);
+    m.D = D;
+    if (first_type.shape[0].is_static()) m.tokens = first_type.shape[0].value;
+    if (norm_attrs) m.eps = norm_attrs->float_attr("eps");
+    m.norm_f32 = norm_dtype && *norm_dtype != m.dtype;
+    if (rope_attrs && !(m.rope = rope_spec(*rope_attrs, nullptr))) return std::nullopt;
     return m;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
+  std::vector<Choice> param_space(const RopeKvMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
-    const int64_t D = m.facts.at("D"), rows = m.facts.at("rows");
-    const bool decode = m.facts.count("tokens") && m.facts.at("tokens") == 1;
+    const int64_t D = m.D, rows = m.rows();
+    const bool decode = m.tokens == 1;
     for (int vec : {2, 4, 8}) {
       const int64_t lanes = rope_row_lanes(D, vec);
       if (lanes == 0) continue;
       for (int threads : {64, 128, 256}) {
         if (threads > device.max_threads_per_block) continue;
         const int64_t rows_per_block = threads / lanes;
-        Choice c;
-        c.params = {{"vec", vec}, {"threads", threads}};
+        Choice c{RopeKvConfig(m, RopeKvSchedule{vec, threads, false})};
         // Heuristic: 16-byte accesses first (f32: 8 values are two of them); for one token the rows
         // are few, so small blocks spread them over more SMs; for prompts, larger blocks.
         const int64_t bytes = vec * static_cast<int64_t>(ir::dtype_size(m.dtype));
@@ -219,7 +214,7 @@ class RopeKvFamily final : public TemplateFamily {
                           std::to_string(rows_per_block) + " rows per block" +
                           (decode ? ", " + std::to_string(decode_blocks) + " blocks for one token" : ""));
         if (vec == 2 && threads == 128) {
-          c.params["fallback"] = 1;  // the narrowest accesses: the fewest alignment assumptions
+          c.config.schedule.fallback = true;  // the narrowest accesses: the fewest alignment assumptions
           c.notes.push_back("fallback: " + std::to_string(bytes) + "-byte accesses");
         }
         out.push_back(std::move(c));
@@ -228,35 +223,75 @@ class RopeKvFamily final : public TemplateFamily {
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& p) const override {
+  std::string kernel_name(const RopeKvConfig& config) const override {
+    const RopeKvMatch& m = config.match;
     std::ostringstream name;
-    name << "rope_kv_" << m.variant << "_" << dtype_tag(m.dtype) << "_h";
-    for (int64_t s = 0; s < m.facts.at("streams"); ++s) name << (s ? "x" : "") << m.facts.at("heads" + std::to_string(s));
-    name << "_d" << m.facts.at("D");
-    if (has_rope_facts(m)) name << "_" << rope_name(m);
+    name << "rope_kv_" << variant_of(m) << "_" << dtype_tag(m.dtype) << "_h";
+    for (size_t s = 0; s < m.streams.size(); ++s) name << (s ? "x" : "") << m.streams[s].heads;
+    name << "_d" << m.D;
+    if (m.rope) name << "_" << rope_name(*m.rope);
     // The norm's form where it is not the per-head one of the activation dtype.
-    for (int64_t s = 0; s < m.facts.at("streams"); ++s)
-      if (m.facts.count("norm_width" + std::to_string(s))) name << "_full" << s;
-    if (m.facts.count("norm_f32")) name << "_wf32";
-    name << "_v" << p.at("vec") << "_t" << p.at("threads");
+    for (size_t s = 0; s < m.streams.size(); ++s)
+      if (m.streams[s].norm_width) name << "_full" << s;
+    if (m.norm_f32) name << "_wf32";
+    name << "_v" << config.schedule.vec << "_t" << config.schedule.threads;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& p) const override {
-    const int64_t lanes = rope_row_lanes(m.facts.at("D"), p.at("vec"));
-    Launch launch;
-    launch.kernel = kernel_name(m, p);
-    launch.grid_x = Extent{m.facts.at("rows"), 0, p.at("threads") / lanes};  // one row per (token, head)
-    launch.block_x = static_cast<int>(p.at("threads"));
-    return {launch};
-  }
+  std::vector<Launch> launches(const RopeKvConfig& config) const override { return {rope_kv_launch(config, kernel_name(config))}; }
 };
 
 }  // namespace
 
-const TemplateFamily& rope_kv_family() {
-  static const RopeKvFamily family;
-  return family;
+int64_t RopeKvMatch::rows() const {
+  int64_t rows = 0;
+  for (const RopeKvStream& s : streams) rows += s.heads;
+  return rows;
 }
+
+Match RopeKvConfig::match_view() const {
+  const RopeKvMatch& r = match;
+  Match m;
+  m.variant = variant_of(r);
+  m.dtype = r.dtype;
+  m.out_dtype = r.dtype;
+  for (size_t i = 0; i < r.streams.size(); ++i) {
+    const RopeKvStream& s = r.streams[i];
+    const std::string k = std::to_string(i);
+    m.facts["heads" + k] = s.heads;
+    m.facts["rope" + k] = s.rope;
+    if (s.norm_width) m.facts["norm_width" + k] = s.norm_width;
+    m.roles["x" + k] = s.x;
+    if (!s.norm.empty()) m.roles["norm" + k] = s.norm;
+    if (!s.y.empty()) m.roles["y" + k] = s.y;
+    if (!s.cache.empty()) m.roles["cache" + k] = s.cache;
+  }
+  m.roles["pos"] = r.pos;
+  m.facts["streams"] = static_cast<int64_t>(r.streams.size());
+  m.facts["rows"] = r.rows();
+  m.facts["D"] = r.D;
+  if (r.tokens) m.facts["tokens"] = *r.tokens;
+  if (r.eps) m.facts["eps_bits"] = std::bit_cast<int64_t>(*r.eps);
+  if (r.norm_f32) m.facts["norm_f32"] = 1;
+  if (r.rope) add_rope_facts(*r.rope, m);
+  return m;
+}
+
+ParamSet RopeKvConfig::params_view() const {
+  ParamSet p{{"vec", schedule.vec}, {"threads", schedule.threads}};
+  if (schedule.fallback) p["fallback"] = 1;
+  return p;
+}
+
+Launch rope_kv_launch(const RopeKvConfig& config, const std::string& kernel) {
+  const int64_t lanes = rope_row_lanes(config.match.D, config.schedule.vec);
+  Launch launch;
+  launch.kernel = kernel;
+  launch.grid_x = Extent{config.match.rows(), 0, config.schedule.threads / lanes};  // one row per (token, head)
+  launch.block_x = static_cast<int>(config.schedule.threads);
+  return launch;
+}
+
+AC_REGISTER_FAMILY(rope_kv, 70, RopeKvFamily)
 
 }  // namespace agentcompile::plan

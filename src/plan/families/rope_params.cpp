@@ -1,4 +1,4 @@
-// Rope facts of a match (see rope_params.h).
+// Rope specs and their facts (see rope_params.h).
 #include "plan/families/rope_params.h"
 
 #include <bit>
@@ -23,11 +23,10 @@ std::vector<float> table_attr(const ir::Node& rope) {
 }
 
 // 8 hex digits of FNV-1a over the f32 bits of the table.
-std::string table_digest(const Match& m) {
+std::string table_digest(const std::vector<float>& table) {
   uint64_t hash = 1469598103934665603ull;
-  const int64_t n = m.facts.at("rope_table");
-  for (int64_t i = 0; i < n; ++i) {
-    const auto bits = static_cast<uint32_t>(m.facts.at("rope_inv_freq" + std::to_string(i)));
+  for (float entry : table) {
+    const auto bits = std::bit_cast<uint32_t>(entry);
     for (int byte = 0; byte < 4; ++byte) {
       hash ^= (bits >> (8 * byte)) & 0xffu;
       hash *= 1099511628211ull;
@@ -37,8 +36,6 @@ std::string table_digest(const Match& m) {
   std::snprintf(buffer, sizeof(buffer), "%08x", static_cast<unsigned>(hash ^ (hash >> 32)));
   return buffer;
 }
-
-double fact_double(const Match& m, const std::string& key) { return std::bit_cast<double>(m.facts.at(key)); }
 
 }  // namespace
 
@@ -50,73 +47,77 @@ bool same_rope(const ir::Node& a, const ir::Node& b) {
   return a.string_attr("scaling", "none") == b.string_attr("scaling", "none");
 }
 
-std::string add_rope_facts(const ir::Node& r, Match& m) {
+std::optional<RopeSpec> rope_spec(const ir::Node& r, std::string* why) {
+  RopeSpec spec;
   if (r.has_attr("inv_freq")) {
-    const std::vector<float> table = table_attr(r);
-    m.facts["rope_table"] = static_cast<int64_t>(table.size());
-    for (size_t i = 0; i < table.size(); ++i) m.facts["rope_inv_freq" + std::to_string(i)] = std::bit_cast<uint32_t>(table[i]);
+    spec.table = table_attr(r);
   } else {
     const std::string scaling = r.string_attr("scaling", "none");
-    if (scaling != "none" && scaling != "llama3") return "RoPE scaling " + scaling + " is not implemented";
-    m.facts["rope_theta_bits"] = std::bit_cast<int64_t>(r.float_attr("theta", 10000.0));
-    m.facts["rope_llama3"] = scaling == "llama3";
-    m.facts["rope_factor_bits"] = std::bit_cast<int64_t>(r.float_attr("factor", 1.0));
-    m.facts["rope_low_freq_factor_bits"] = std::bit_cast<int64_t>(r.float_attr("low_freq_factor", 1.0));
-    m.facts["rope_high_freq_factor_bits"] = std::bit_cast<int64_t>(r.float_attr("high_freq_factor", 4.0));
-    m.facts["rope_original_max_position_bits"] = std::bit_cast<int64_t>(r.float_attr("original_max_position", 8192.0));
+    if (scaling != "none" && scaling != "llama3") {
+      if (why) *why = "RoPE scaling " + scaling + " is not implemented";
+      return std::nullopt;
+    }
+    spec.theta = r.float_attr("theta", 10000.0);
+    spec.llama3 = scaling == "llama3";
+    spec.factor = r.float_attr("factor", 1.0);
+    spec.low_freq_factor = r.float_attr("low_freq_factor", 1.0);
+    spec.high_freq_factor = r.float_attr("high_freq_factor", 4.0);
+    spec.original_max_position = r.float_attr("original_max_position", 8192.0);
   }
-  if (scale_attr(r) != 1.f) m.facts["rope_scale_bits"] = std::bit_cast<uint32_t>(scale_attr(r));
-  return "";
+  spec.scale = scale_attr(r);
+  return spec;
 }
 
-bool has_rope_facts(const Match& m) { return m.facts.count("rope_theta_bits") || m.facts.count("rope_table"); }
-
-std::vector<float> rope_inv_freq_of(const Match& m, int64_t head_dim) {
-  if (m.facts.count("rope_table")) {
-    std::vector<float> table;
-    for (int64_t i = 0; i < m.facts.at("rope_table"); ++i)
-      table.push_back(std::bit_cast<float>(static_cast<uint32_t>(m.facts.at("rope_inv_freq" + std::to_string(i)))));
-    return table;
+void add_rope_facts(const RopeSpec& rope, Match& m) {
+  if (rope.table) {
+    m.facts["rope_table"] = static_cast<int64_t>(rope.table->size());
+    for (size_t i = 0; i < rope.table->size(); ++i) m.facts["rope_inv_freq" + std::to_string(i)] = std::bit_cast<uint32_t>((*rope.table)[i]);
+  } else {
+    m.facts["rope_theta_bits"] = std::bit_cast<int64_t>(rope.theta);
+    m.facts["rope_llama3"] = rope.llama3;
+    m.facts["rope_factor_bits"] = std::bit_cast<int64_t>(rope.factor);
+    m.facts["rope_low_freq_factor_bits"] = std::bit_cast<int64_t>(rope.low_freq_factor);
+    m.facts["rope_high_freq_factor_bits"] = std::bit_cast<int64_t>(rope.high_freq_factor);
+    m.facts["rope_original_max_position_bits"] = std::bit_cast<int64_t>(rope.original_max_position);
   }
+  if (rope.scale != 1.f) m.facts["rope_scale_bits"] = std::bit_cast<uint32_t>(rope.scale);
+}
+
+std::vector<float> rope_inv_freq_of(const RopeSpec& rope, int64_t head_dim) {
+  if (rope.table) return *rope.table;
   ir::kernels::RopeParams rp;
-  rp.theta = fact_double(m, "rope_theta_bits");
-  rp.scaling = m.facts.at("rope_llama3") ? "llama3" : "none";
-  rp.factor = fact_double(m, "rope_factor_bits");
-  rp.low_freq_factor = fact_double(m, "rope_low_freq_factor_bits");
-  rp.high_freq_factor = fact_double(m, "rope_high_freq_factor_bits");
-  rp.original_max_position = fact_double(m, "rope_original_max_position_bits");
+  rp.theta = rope.theta;
+  rp.scaling = rope.llama3 ? "llama3" : "none";
+  rp.factor = rope.factor;
+  rp.low_freq_factor = rope.low_freq_factor;
+  rp.high_freq_factor = rope.high_freq_factor;
+  rp.original_max_position = rope.original_max_position;
   return ir::kernels::rope_inv_freq(rp, head_dim);
 }
 
-float rope_scale_of(const Match& m) {
-  auto it = m.facts.find("rope_scale_bits");
-  return it == m.facts.end() ? 1.f : std::bit_cast<float>(static_cast<uint32_t>(it->second));
-}
-
-std::string rope_name(const Match& m) {
+std::string rope_name(const RopeSpec& rope) {
   std::ostringstream name;
-  if (m.facts.count("rope_table")) {
-    name << "invf" << table_digest(m);
+  if (rope.table) {
+    name << "invf" << table_digest(*rope.table);
   } else {
-    const double theta = fact_double(m, "rope_theta_bits");
     name << "theta";
-    if (theta == static_cast<double>(static_cast<int64_t>(theta)))
-      name << static_cast<int64_t>(theta);
+    if (rope.theta == static_cast<double>(static_cast<int64_t>(rope.theta)))
+      name << static_cast<int64_t>(rope.theta);
     else
-      name << std::hex << m.facts.at("rope_theta_bits") << std::dec;
-    if (m.facts.at("rope_llama3")) name << "_llama3";
+      name << std::hex << std::bit_cast<int64_t>(rope.theta) << std::dec;
+    if (rope.llama3) name << "_llama3";
   }
-  if (m.facts.count("rope_scale_bits")) name << "_sc" << std::hex << m.facts.at("rope_scale_bits") << std::dec;
+  if (rope.scale != 1.f) name << "_sc" << std::hex << int64_t{std::bit_cast<uint32_t>(rope.scale)} << std::dec;
   return name.str();
 }
 
-std::string rope_description(const Match& m) {
+std::string rope_description(const RopeSpec& rope) {
   std::ostringstream text;
-  if (m.facts.count("rope_table"))
-    text << "table of the rope op (" << rope_name(m) << ")";
+  if (rope.table)
+    text << "table of the rope op (" << rope_name(rope) << ")";
   else
-    text << "theta " << fact_double(m, "rope_theta_bits") << ", scaling " << (m.facts.at("rope_llama3") ? "llama3" : "none");
-  if (m.facts.count("rope_scale_bits")) text << ", cos and sin times " << rope_scale_of(m);
+    text << "theta " << rope.theta << ", scaling " << (rope.llama3 ? "llama3" : "none");
+  if (rope.scale != 1.f) text << ", cos and sin times " << rope.scale;
   return text.str();
 }
 

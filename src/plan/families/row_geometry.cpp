@@ -121,42 +121,44 @@ std::string eps_tag(float eps) {
   return buffer;
 }
 
-Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel) {
+RowSchedule row_schedule(const RowGeometryChoice& g) { return RowSchedule{g.tpr, g.vec, g.rows, 0, false}; }
+RowSchedule row_schedule(const RowSplitChoice& g) { return RowSchedule{g.tpr, g.vec, 1, g.split, false}; }
+
+ParamSet row_params_view(const RowSchedule& s) {
+  ParamSet p{{"tpr", s.tpr}, {"vec", s.vec}};
+  if (s.split)
+    p["split"] = s.split;
+  else
+    p["rows"] = s.rows;
+  if (s.fallback) p["fallback"] = 1;
+  return p;
+}
+
+RowSchedule row_fallback_schedule(int64_t cols) {
+  const RowGeometryChoice safe = conservative_row_geometry(cols, 16);
+  return RowSchedule{safe.tpr, 1, 1, 0, true};
+}
+
+Launch row_launch(int64_t rows_per_token, int64_t rows_fixed, const RowSchedule& s, const std::string& kernel) {
   Launch launch;
   launch.kernel = kernel;
-  launch.grid_x = Extent{match.facts.at("rows_per_token"), match.facts.at("rows_fixed"), params.at("rows")};
-  launch.block_x = static_cast<int>(params.at("tpr") * params.at("rows"));
+  launch.grid_x = Extent{rows_per_token, rows_fixed, s.rows};
+  launch.block_x = static_cast<int>(s.tpr * s.rows);
   return launch;
 }
 
-std::vector<Launch> row_or_split_launches(const Match& match, const ParamSet& params, const std::string& kernel) {
-  if (!params.count("split")) return {row_launch(match, params, kernel)};
+std::vector<Launch> row_or_split_launches(int64_t rows_per_token, int64_t rows_fixed, const RowSchedule& s, const std::string& kernel) {
+  if (!s.split) return {row_launch(rows_per_token, rows_fixed, s, kernel)};
   Launch stats;
   stats.kernel = kernel + "_stats";
-  stats.grid_x = Extent{match.facts.at("rows_per_token"), match.facts.at("rows_fixed"), 1};
-  stats.grid_y = Extent{0, params.at("split"), 1};
-  stats.block_x = static_cast<int>(params.at("tpr"));
+  stats.grid_x = Extent{rows_per_token, rows_fixed, 1};
+  stats.grid_y = Extent{0, s.split, 1};
+  stats.block_x = static_cast<int>(s.tpr);
   Launch write = stats;
   write.kernel = kernel + "_write";
   return {stats, write};
 }
 
-int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes) {
-  return params.count("split") ? match.facts.at("rows_per_token") * params.at("split") * bytes : 0;
-}
-
-int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t bytes) {
-  return params.count("split") ? match.facts.at("rows_fixed") * params.at("split") * bytes : 0;
-}
-
-TemplateFamily::Choice row_fallback_choice(int64_t cols, const std::string& note, const ParamSet& extra) {
-  const RowGeometryChoice safe = conservative_row_geometry(cols, 16);
-  TemplateFamily::Choice fallback;
-  fallback.params = {{"tpr", safe.tpr}, {"vec", 1}, {"rows", 1}, {"fallback", 1}};
-  for (const auto& [key, value] : extra) fallback.params[key] = value;
-  fallback.score = 0.01;
-  fallback.notes = {note};
-  return fallback;
-}
+int64_t split_partials(int64_t rows, const RowSchedule& s, int64_t bytes) { return s.split ? rows * s.split * bytes : 0; }
 
 }  // namespace agentcompile::plan

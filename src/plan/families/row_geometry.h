@@ -47,20 +47,32 @@ double row_split_score(const RowSplitChoice& g, int64_t typical_rows, const Devi
 // "m1", "mT", "m16T": the rows of a launch in a kernel name (rows_per_token * T + rows_fixed).
 std::string rows_tag(int64_t rows_per_token, int64_t rows_fixed);
 
-// The conservative fallback of a row family: scalar accesses, one row per block; `extra` adds
-// family-specific parameters.
-TemplateFamily::Choice row_fallback_choice(int64_t cols, const std::string& note, const ParamSet& extra = {});
+// A row family's schedule: TPR threads per row, VEC columns per access and ROWS rows per block, or the
+// split form (SPLIT blocks of TPR threads per row, two launches).
+struct RowSchedule {
+  int64_t tpr = 32, vec = 1, rows = 1;
+  int64_t split = 0;  // > 0: the split form (rows unused)
+  bool fallback = false;
+};
+RowSchedule row_schedule(const RowGeometryChoice& g);
+RowSchedule row_schedule(const RowSplitChoice& g);
+// The serialized view: tpr, vec, then rows or split, and fallback = 1 for the fallback.
+ParamSet row_params_view(const RowSchedule& schedule);
+
+// The conservative fallback of a row family: scalar accesses, one row per block.
+RowSchedule row_fallback_schedule(int64_t cols);
+constexpr double kRowFallbackScore = 0.01;
 
 // The one-launch geometry the row families share: `rows` rows per block of tpr * rows threads, over
 // rows_per_token * T + rows_fixed rows.
-Launch row_launch(const Match& match, const ParamSet& params, const std::string& kernel);
-// The launches of a row family: row_launch, or with a "split" parameter the two-pass split form
-// (KERNEL_stats: statistics per row and slice on a rows x split grid; KERNEL_write: every slice normalizes
-// itself, same grid).
-std::vector<Launch> row_or_split_launches(const Match& match, const ParamSet& params, const std::string& kernel);
+Launch row_launch(int64_t rows_per_token, int64_t rows_fixed, const RowSchedule& schedule, const std::string& kernel);
+// The launches of a row family: row_launch, or for the split form two passes (KERNEL_stats:
+// statistics per row and slice on a rows x split grid; KERNEL_write: every slice normalizes itself,
+// same grid).
+std::vector<Launch> row_or_split_launches(int64_t rows_per_token, int64_t rows_fixed, const RowSchedule& schedule,
+                                          const std::string& kernel);
 // Scratch of the split (two-launch) forms: `bytes` per row and slice; 0 without a split.
-int64_t split_partials_per_token(const Match& match, const ParamSet& params, int64_t bytes);
-int64_t split_partials_fixed(const Match& match, const ParamSet& params, int64_t bytes);
+int64_t split_partials(int64_t rows, const RowSchedule& schedule, int64_t bytes);
 
 // "e6" for eps == 1e-6 (as fp32), else "ex" and the fp32 bits in hex: eps in a kernel name.
 std::string eps_tag(float eps);

@@ -2,9 +2,10 @@
 // activations, casts between float, i32 and bool) around at most one row op (rmsnorm, layer_norm,
 // softmax, log_softmax, a reduction, argmax/argmin, cumsum/cumprod), as plain data. The row
 // families (rmsnorm, layernorm, softmax, reduction, scan, elementwise, columns) match regions through
-// it, keep it in their Match (facts and roles, see encode_row_program) and the renderers turn it
-// back into straight-line device code (codegen/renderers/row_program_code.h). Every op, dtype, index
-// and literal in it comes from the IR; nothing else reaches the generated source.
+// it, keep it in their configuration records (serialized as match facts and roles, see
+// encode_row_program) and the renderers turn it into straight-line device code
+// (codegen/renderers/row_program_code.h). Every op, dtype, index and literal in it comes from the
+// IR; nothing else reaches the generated source.
 //
 // The iteration space is [lead..., cols]: the row op's input, or the outputs' common shape for a
 // pure pointwise chain. Rows are the leading dims flattened (the first may be T); every other dim
@@ -108,13 +109,15 @@ struct VirtualLoad {
 std::optional<RowProgram> analyze_pointwise_tail(const RegionContext& ctx, size_t first, const ir::Shape& space,
                                                  const std::vector<VirtualLoad>& virtual_loads);
 
-// The program in a Match: facts (sizes, ops, dtypes, strides, literals) and roles (slots).
+// The program in a serialized match: facts (sizes, ops, dtypes, strides, literals) and roles
+// (slots); decode_row_program reads it back.
 void encode_row_program(const RowProgram& program, Match& match);
 RowProgram decode_row_program(const Match& match);
-// 8 hex digits over the encoded program: tells apart kernels of different chains of equal size.
+// 8 hex digits over a serialized match (its facts and roles): tells apart kernels of different chains
+// of equal size.
 std::string row_program_digest(const Match& match);
 
-// A match carrying `program` (its dtypes and the encoded program) under `variant`.
+// The serialized match of `program` (its dtypes and the encoded program) under `variant`.
 Match row_program_match(const RowProgram& program, const std::string& variant);
 
 }  // namespace agentcompile::plan

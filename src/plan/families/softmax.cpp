@@ -2,10 +2,10 @@
 // over the last axis and pointwise ops before and after it, as a generated row program. Rows that fit in
 // registers are read once (cache=1); longer rows are streamed twice (cache=0), and few long rows
 // are split across blocks (split=N, two launches).
-#include <sstream>
+// The record is in softmax.h; codegen/renderers/softmax.cpp writes the source.
+#include "plan/families/softmax.h"
 
-#include "plan/families.h"
-#include "plan/families/row_program.h"
+#include <sstream>
 
 namespace agentcompile::plan {
 
@@ -13,29 +13,27 @@ namespace {
 
 constexpr int kRegisterFloats = 128;
 
-class SoftmaxFamily final : public TemplateFamily {
+class SoftmaxFamily final : public TypedFamily<RowProgram, SoftmaxConfig> {
  public:
   std::string name() const override { return "softmax"; }
   std::string template_file() const override { return "softmax.cuh"; }
 
-  std::optional<Match> match(const RegionContext& ctx) const override {
+  std::optional<RowProgram> match(const RegionContext& ctx) const override {
     auto program = analyze_row_program(ctx);
     if (!program || !program->has_row_op()) return std::nullopt;
     if (program->row_op() != ir::OpKind::kSoftmax && program->row_op() != ir::OpKind::kLogSoftmax) return std::nullopt;
     if (program->cols > (int64_t{1} << 24)) return std::nullopt;
-    return row_program_match(*program, "rows");
+    return program;
   }
 
-  std::vector<Choice> param_space(const Match& m, const DeviceProfile& device) const override {
-    const RowProgram p = decode_row_program(m);
+  std::vector<Choice> param_space(const RowProgram& p, const DeviceProfile& device) const override {
     const int arrays = static_cast<int>(p.loads.size()) + p.pre_steps() + 1;
     const int max_elems = std::max(8, kRegisterFloats / arrays);
     const int max_vec = p.max_vector();
     std::vector<Choice> out;
     // Register-resident rows: one read.
     for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec), max_elems, device)) {
-      Choice c;
-      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}, {"cache", 1}};
+      Choice c{SoftmaxConfig(p, SoftmaxSchedule{row_schedule(g), true})};
       c.score = row_geometry_score(g, max_vec, p.typical_rows(), device, &c.notes);
       c.notes.push_back("row kept in registers: read once");
       out.push_back(std::move(c));
@@ -44,8 +42,7 @@ class SoftmaxFamily final : public TemplateFamily {
     for (const RowGeometryChoice& g : row_geometries(p.cols, p.typical_rows(), {row_vector_widths(p.cols, max_vec).front()}, 1 << 30, device)) {
       if (g.chunks * g.vec <= max_elems && !out.empty()) continue;
       if (g.tpr < 128 && p.cols >= 4096) continue;
-      Choice c;
-      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"rows", g.rows}, {"cache", 0}};
+      Choice c{SoftmaxConfig(p, SoftmaxSchedule{row_schedule(g), false})};
       RowGeometryChoice as_one_chunk = g;
       as_one_chunk.chunks = std::min(g.chunks, 4);  // streaming pays per pass, not per chunk held
       c.score = 0.8 * row_geometry_score(as_one_chunk, max_vec, p.typical_rows(), device, &c.notes);
@@ -53,46 +50,52 @@ class SoftmaxFamily final : public TemplateFamily {
       out.push_back(std::move(c));
     }
     for (const RowSplitChoice& g : row_split_geometries(p.cols, p.typical_rows(), row_vector_widths(p.cols, max_vec).front(), device)) {
-      Choice c;
-      c.params = {{"tpr", g.tpr}, {"vec", g.vec}, {"split", g.split}};
+      Choice c{SoftmaxConfig(p, SoftmaxSchedule{row_schedule(g), false})};
       c.score = row_split_score(g, p.typical_rows(), device, &c.notes);
       c.notes.push_back("row streamed twice: per-slice online max/sum, then normalize");
       out.push_back(std::move(c));
     }
-    out.push_back(row_fallback_choice(p.cols, "conservative fallback: scalar accesses, streamed row, one row per block", {{"cache", 0}}));
+    out.push_back(Choice{SoftmaxConfig(p, SoftmaxSchedule{row_fallback_schedule(p.cols), false}), kRowFallbackScore,
+                         {"conservative fallback: scalar accesses, streamed row, one row per block"}});
     return out;
   }
 
-  std::string kernel_name(const Match& m, const ParamSet& params) const override {
-    const RowProgram p = decode_row_program(m);
+  std::string kernel_name(const SoftmaxConfig& config) const override {
+    const RowProgram& p = config.program;
+    const RowSchedule& s = config.schedule.rows;
     std::ostringstream name;
-    name << "softmax_" << p.ops_tag() << "_" << dtype_tag(m.dtype) << "_h" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_" << row_program_digest(m) << "_t"
-         << params.at("tpr") << "_v" << params.at("vec");
-    if (params.count("split"))
-      name << "_s" << params.at("split");
+    name << "softmax_" << p.ops_tag() << "_" << dtype_tag(p.dtype()) << "_h" << p.cols << "_"
+         << rows_tag(p.rows_per_token(), p.rows_fixed()) << "_" << row_program_digest(config.match_view()) << "_t" << s.tpr << "_v" << s.vec;
+    if (s.split)
+      name << "_s" << s.split;
     else
-      name << "_r" << params.at("rows") << "_c" << params.at("cache");
+      name << "_r" << s.rows << "_c" << config.schedule.cache;
     return name.str();
   }
 
-  std::vector<Launch> launches(const Match& m, const ParamSet& params) const override {
-    return row_or_split_launches(m, params, kernel_name(m, params));  // split: (max, sum) pairs per (row, slice), then write
+  std::vector<Launch> launches(const SoftmaxConfig& config) const override {
+    const RowProgram& p = config.program;
+    // Split: (max, sum) pairs per (row, slice), then write
+    return row_or_split_launches(p.rows_per_token(), p.rows_fixed(), config.schedule.rows, kernel_name(config));
   }
 
   // The split form's partials: one (max, sum) pair of 8 bytes per row and slice.
-  int64_t workspace_bytes_per_token(const Match& m, const ParamSet& params) const override {
-    return split_partials_per_token(m, params, 8);
+  int64_t workspace_bytes_per_token(const SoftmaxConfig& config) const override {
+    return split_partials(config.program.rows_per_token(), config.schedule.rows, 8);
   }
-  int64_t workspace_bytes_fixed(const Match& m, const ParamSet& params) const override {
-    return split_partials_fixed(m, params, 8);
+  int64_t workspace_bytes_fixed(const SoftmaxConfig& config) const override {
+    return split_partials(config.program.rows_fixed(), config.schedule.rows, 8);
   }
 };
 
 }  // namespace
 
-const TemplateFamily& softmax_family() {
-  static const SoftmaxFamily family;
-  return family;
+ParamSet SoftmaxConfig::params_view() const {
+  ParamSet p = row_params_view(schedule.rows);
+  if (!schedule.rows.split) p["cache"] = schedule.cache;
+  return p;
 }
+
+AC_REGISTER_FAMILY(softmax, 50, SoftmaxFamily)
 
 }  // namespace agentcompile::plan

@@ -1,0 +1,39 @@
+// The cuBLAS fallback family's record (plan/families/cublas.cpp, codegen/renderers/cublas.cpp): a
+// matmul region with a fixed epilogue (matmul_match.h: one cublasGemmEx per linear and a generated
+// prologue and epilogue around them) or a general one (matmul_general.h: one strided-batched GEMM and
+// a row-program epilogue).
+#pragma once
+
+#include <cstdint>
+#include <variant>
+
+#include "plan/families/matmul_general.h"
+#include "plan/families/matmul_match.h"
+
+namespace agentcompile::plan {
+
+struct CublasMatch {
+  std::variant<MatmulMatch, GeneralMatmul> matmul;  // a fixed epilogue, or the "program" variant
+  int64_t tokens_static = 0;                        // the fixed epilogue's static row count; 0: T
+
+  const MatmulMatch* fixed() const { return std::get_if<MatmulMatch>(&matmul); }
+  const GeneralMatmul* program() const { return std::get_if<GeneralMatmul>(&matmul); }
+};
+
+struct CublasConfig final : FamilyConfig {
+  CublasMatch match;
+
+  explicit CublasConfig(CublasMatch m) : match(std::move(m)) {}
+  Match match_view() const override;
+  ParamSet params_view() const override { return {{"fallback", 1}}; }
+  bool fallback() const override { return true; }  // always in a matmul region's space
+};
+
+// Threads of the RMSNorm prologue kernel (one row per block).
+constexpr int kCublasNormThreads = 256;
+
+// Where the normalized row of a norm prologue starts in the workspace, in bytes per token: after
+// the fp32 gate and up results of a gate_up epilogue.
+int64_t cublas_normalized_row_offset(const MatmulMatch& match);
+
+}  // namespace agentcompile::plan
