@@ -153,6 +153,22 @@ std::string quantize_spec_text(DType format) {
   return "int4:g" + std::to_string(layout.group) + (layout.zero_points ? ":zp" : "") + scale;
 }
 
+bool gpu_reads_natively(DType format) {
+  const ir::QuantLayout::Kind kind = ir::quant_layout(format).kind;
+  return kind == ir::QuantLayout::Kind::kInt8Channel || kind == ir::QuantLayout::Kind::kInt4Group;
+}
+
+Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu) {
+  WeightFormatOptions options;
+  options.dequantize = dequantize;
+  options.gpu = gpu;
+  if (!quantize.empty()) {
+    AC_ASSIGN_OR_RETURN(options.quantize, parse_quantize_spec(quantize));
+    if (dequantize) return error(ErrorCode::kInvalidArgument, "--quantize and --dequantize exclude each other");
+  }
+  return options;
+}
+
 Status apply_weight_formats(ir::Module& module, const std::map<std::string, DType>& stored, const WeightFormatOptions& options,
                             const std::string& source) {
   if (options.dequantize || (stored.empty() && !options.quantize)) return Status::ok();
@@ -165,6 +181,7 @@ Status apply_weight_formats(ir::Module& module, const std::map<std::string, DTyp
     DType format = param.type.dtype;
     if (const auto kept = stored.find(param.name); kept != stored.end() && !options.quantize) {
       if (!only_reads(how, {{ir::OpKind::kLinear, 1}, {ir::OpKind::kEmbedding, 0}})) continue;  // dequantized at load
+      if (options.gpu && !gpu_reads_natively(kept->second)) continue;                         // no GPU kernel reads it yet
       format = kept->second;
     } else if (options.quantize) {
       if (!only_reads(how, {{ir::OpKind::kLinear, 1}}) || how.output_projection) continue;

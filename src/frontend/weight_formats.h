@@ -22,6 +22,9 @@ struct WeightFormatOptions {
   std::optional<ir::DType> quantize;
   // GGUF: every tensor dequantized to the model's float type at load, as before native formats.
   bool dequantize = false;
+  // The module is compiled for (or run on) the GPU: GGUF blocks no kernel family reads yet
+  // (gpu_reads_natively) are dequantized at load like --dequantize; the CPU interpreter reads all.
+  bool gpu = false;
 
   // Short words for directory names and messages: "", "int4-g128", "int8", "dequantized".
   std::string tag() const;
@@ -32,9 +35,16 @@ struct WeightFormatOptions {
 Expected<ir::DType> parse_quantize_spec(const std::string& text);
 // The spelling parse_quantize_spec reads back: "int4:g128", "int8:bf16", "int4:g64:zp".
 std::string quantize_spec_text(ir::DType format);
+// The options of a compile's --quantize text ("" for none) and --dequantize flag; `gpu` as above.
+Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu);
+
+// Whether the GPU kernel families read `format` as stored: the row formats (qgemv), not yet GGUF's
+// blocks (a GGUF file runs dequantized on the GPU until they do).
+bool gpu_reads_natively(ir::DType format);
 
 // Sets the storage formats of `module`'s parameters, before anything else sees the module:
-//   - GGUF (unless options.dequantize): a parameter stored in a quantized GGUF type (`stored`: HF name
+//   - GGUF (unless options.dequantize, or options.gpu for a type gpu_reads_natively refuses): a
+//     parameter stored in a quantized GGUF type (`stored`: HF name
 //     -> stored dtype) whose every read is a linear's weight or an embedding's table keeps that type;
 //     its embeddings name the model's float type (attr dtype). Others stay in the model's dtype.
 //   - options.quantize: every parameter read only as the weight of linears is declared in that

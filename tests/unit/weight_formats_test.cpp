@@ -84,6 +84,25 @@ TEST(GgufNative, BlocksStayInTheirFormats) {
   for (const ir::ParamDecl& p : plain_module->params) EXPECT_EQ(p.type.dtype, DType::kF16) << p.name;
 }
 
+// On the GPU path GGUF blocks stay dequantized until a kernel family reads them (gpu_reads_natively):
+// the module is today's f16 one; the row formats are read natively.
+TEST(GgufNative, TheGpuPathDequantizesBlocksNoKernelReadsYet) {
+  auto gpu = weight_format_options("", false, /*gpu=*/true);
+  ASSERT_TRUE(gpu.has_value());
+  auto source = open_model(kFixtures + "gguf/tiny_llama_q8_0.gguf", false, *gpu);
+  ASSERT_TRUE(source) << source.status().to_string();
+  auto module = source_module(*source);
+  ASSERT_TRUE(module) << module.status().to_string();
+  for (const ir::ParamDecl& p : module->params) EXPECT_EQ(p.type.dtype, DType::kF16) << p.name;
+  EXPECT_FALSE(gpu_reads_natively(DType::kQ8_0));
+  EXPECT_FALSE(gpu_reads_natively(DType::kQ4_K));
+  EXPECT_TRUE(gpu_reads_natively(DType::kI8_BF16));
+  EXPECT_TRUE(gpu_reads_natively(DType::kI4G64Z_F16));
+  EXPECT_CONTAINS(weight_format_options("int8", true, true).status().message(), "--quantize and --dequantize exclude each other");
+  EXPECT_CONTAINS(weight_format_options("int4:g48", false, true).status().message(), "the group size must be 32, 64 or 128, not 48");
+  EXPECT_EQ(weight_format_options("int4:g64:bf16", false, false)->quantize, DType::kI4G64_BF16);
+}
+
 std::vector<float> run_prefill(const ModelSource& source, const ir::Module& module, const std::vector<int32_t>& prompt) {
   const InterpreterLoaders loaders = interpreter_loaders(*source.weights);
   ir::Interpreter interpreter(module, loaders.values, loaders.packed, ir::InterpreterOptions{16, 2});

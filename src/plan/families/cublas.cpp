@@ -25,6 +25,9 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
 
   std::optional<CublasMatch> match(const RegionContext& ctx) const override {
     if (auto m = match_matmul_region(ctx, TokenCount::kAny)) {
+      // cuBLAS reads plain weights; a quantized matmul's fallback is qgemv's conservative schedule
+      // (no dequantize-to-f16 path yet).
+      if (!weights_are_plain(*m)) return std::nullopt;
       const auto& x = ctx.function->type(ctx.node(0).operands[0]);
       return CublasMatch{std::move(*m), x.shape[0].is_static() ? x.shape[0].value : 0};  // 0: T
     }
