@@ -3,10 +3,8 @@
 // optional zero points), dequantized in registers: the weight bytes are read once per token at their
 // own size, 16 bytes (16 int8 or 32 int4 elements) per lane and load.
 //
-// Layout (ir/quant.h): row n starts at n * ROW_BYTES (a multiple of 16, so every 16-byte load is
-// aligned); int8: K bytes q_k, then the row's scale; int4: K/2 bytes of nibbles (element k's nibble
-// is the low half of byte k/2 for even k, the high half for odd k), then K/G scales, then (zero-point
-// formats) K/G bytes z_g. Element k is s·q_k, s_g·(n_k − 8) or s_g·(n_k − z_g).
+// Layout (ir/quant.h, dequant.cuh): row n starts at n * ROW_BYTES (a multiple of 16, so every 16-byte
+// load is aligned); the format codes and scale loads are dequant.cuh's.
 // Arithmetic: int4 sums (n − z)·x over the 32 elements of a load in f32 and adds s_g times that sum
 // (a load never straddles a group: G is a multiple of 32); int8 sums q·x over the row and multiplies
 // by s once at the end. Both differ from the reference's (s·q)·x only in f32 rounding.
@@ -21,11 +19,10 @@
 
 #include "activation.cuh"
 #include "common.cuh"
+#include "dequant.cuh"
 #include "gemv.cuh"
 
 namespace ac {
-
-enum QGemvFormat { kQInt8 = 0, kQInt4 = 1, kQInt4Zp = 2 };
 
 template <typename T, typename OutT, typename W = T>
 struct QGemvParams {
@@ -33,12 +30,6 @@ struct QGemvParams {
   const unsigned char* w[3];  // the segments' quantized rows
   int x_stride;               // elements between tokens' rows of x and of the residual: K and N
   int residual_stride;
-};
-
-// Elements one 16-byte load holds.
-template <int FORMAT>
-struct QGemvChunk {
-  static constexpr int kElems = FORMAT == kQInt8 ? 16 : 32;
 };
 
 // The dot product of one 16-byte chunk of quantized elements with 16 or 32 consecutive x values
@@ -74,16 +65,6 @@ __device__ __forceinline__ float qgemv_chunk_dot(uint4 q, const T* x, float zero
   }
   return sum;
 }
-
-// A scale as stored (16 bits) and as a float: the raw load is issued with the weights and converted
-// only when used, so the warp does not wait on it early.
-__device__ __forceinline__ unsigned short qgemv_scale_bits(const unsigned char* at) { return *reinterpret_cast<const unsigned short*>(at); }
-template <typename S>
-__device__ __forceinline__ float qgemv_scale_value(unsigned short bits);
-template <>
-__device__ __forceinline__ float qgemv_scale_value<__half>(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
-template <>
-__device__ __forceinline__ float qgemv_scale_value<__nv_bfloat16>(unsigned short bits) { return __bfloat162float(__ushort_as_bfloat16(bits)); }
 
 // One lane's 16-byte chunk of a row, with its group's scale and zero point (int4) as loaded.
 struct QGemvLoad {

@@ -1,5 +1,7 @@
-// On the GPU: the quantized GEMV family against the reference interpreter's dequantization, over a
-// grid of shapes and seeds. Every planned qgemv candidate of the quantized matmul regions of Qwen3-1.7B
+// On the GPU: the quantized GEMV family and the cuBLAS fallback of quantized matmuls (weights
+// dequantized into the workspace, then the GEMM) against the reference interpreter's dequantization,
+// over a grid of shapes and seeds. Every planned qgemv and cublas candidate of the quantized matmul
+// regions of Qwen3-1.7B
 // and Llama-3.2-1B (decode at one token with the norm prologues and every epilogue; prefill at T = 7
 // block rows) in int8 and int4 formats, and of single linears of assorted N and K, is compiled,
 // validated on 3 seeds x 2 input distributions (tune::admit_candidates: the interpreter dequantizes
@@ -17,8 +19,8 @@ struct Checked {
   int regions = 0, candidates = 0, validated = 0;
 };
 
-// Plans `function` of `module` (max 16 candidates a region), and admits the qgemv candidates of every
-// region that has them at T = `tokens`.
+// Plans `function` of `module` (max 16 candidates a region), and admits the qgemv and cuBLAS candidates
+// of every region that has qgemv candidates at T = `tokens`.
 Checked admit_qgemv(const ir::Module& module, const std::string& function_name, int64_t tokens, const gpu::DeviceInfo& gpu,
                     const std::string& label) {
   Checked checked;
@@ -33,6 +35,8 @@ Checked admit_qgemv(const ir::Module& module, const std::string& function_name, 
     for (const auto& c : plan.candidates)
       if (c.family == "qgemv") qgemv.push_back(c);
     if (qgemv.empty()) continue;
+    for (const auto& c : plan.candidates)
+      if (c.family == "cublas") qgemv.push_back(c);
     ++checked.regions;
     const auto& region = partition.regions[static_cast<size_t>(plan.sites.front())];
     auto region_module = analysis::extract_region(module, function, region);

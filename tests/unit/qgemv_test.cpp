@@ -1,7 +1,7 @@
 // The quantized GEMV family on the CPU: a model compiled with --quantize plans every matmul region
-// whose weights are quantized to qgemv alone (the f16 GEMV, the GEMM and cuBLAS read plain weights
-// and stand aside), with one conservative candidate marked as the region's fallback, decode at one
-// token and prefill at T block rows; the logits' projection keeps its f16 families. Every planned
+// whose weights are quantized to qgemv (decode at one token, prefill at T block rows) and to the
+// cuBLAS fallback, which dequantizes each linear's weights into the workspace before its GEMM (the f16
+// GEMV and the GEMM read plain weights and stand aside); the logits' projection keeps its f16 families. Every planned
 // candidate of one layer renders and compiles with NVRTC for sm_90a and sm_80, in every weight
 // format (int8 and int4 groups; f16 and bf16 scales; with and without zero points).
 #include <gtest/gtest.h>
@@ -63,16 +63,27 @@ TEST(QGemvPlanning, QuantizedMatmulsPlanToQGemvWithAFallback) {
         continue;
       }
       ++quantized;
-      EXPECT_EQ(families, std::set<std::string>{"qgemv"}) << function << " r" << p.unique_id;
+      EXPECT_EQ(families, (std::set<std::string>{"qgemv", "cublas"})) << function << " r" << p.unique_id;
       int fallbacks = 0;
       for (const auto& c : p.candidates) {
         fallbacks += c.fallback;
         EXPECT_EQ(c.match.facts.at("w_format"), static_cast<int64_t>(ir::DType::kI4G128_F16)) << c.name();
+        EXPECT_NE(c.name().find("i4g128_f16"), std::string::npos) << c.name();
+        if (c.family == "cublas") {
+          // Each linear's rows dequantized into the workspace's fixed part, which its GEMM reads.
+          EXPECT_TRUE(c.fallback);
+          int dequantized = 0;
+          for (const auto& l : c.launches)
+            if (l.library) EXPECT_EQ(l.library_args.at("b").rfind("workspace:", 0), 0u) << c.name();
+            else dequantized += l.kernel.find("_dequant") != std::string::npos;
+          EXPECT_GE(dequantized, 1) << c.name();
+          EXPECT_GT(c.workspace_bytes_fixed, 0) << c.name();
+          continue;
+        }
         ASSERT_EQ(c.launches.size(), 1u);
         // One block row per token: 1 in decode, T in prefill.
         const plan::Extent y = c.launches[0].grid_y;
         EXPECT_EQ(y.at(tokens), tokens) << c.name();
-        EXPECT_NE(c.name().find("i4g128_f16"), std::string::npos) << c.name();
       }
       EXPECT_EQ(fallbacks, 1) << function << " r" << p.unique_id;
     }
@@ -92,7 +103,8 @@ TEST(QGemvPlanning, TheViewNamesTheFormatOnlyForQuantizedWeights) {
     for (const auto& c : p.candidates) EXPECT_FALSE(c.match.facts.count("w_format")) << c.name();
 }
 
-// The top candidate and the fallback of every quantized region of a decode and a prefill layer.
+// The top candidate and the fallback (cuBLAS's dequantize kernels) of every quantized region of a
+// decode and a prefill layer.
 std::vector<codegen::CompileJob> layer_jobs(const ir::Module& module) {
   std::vector<codegen::CompileJob> jobs;
   std::set<std::string> names;
@@ -101,7 +113,7 @@ std::vector<codegen::CompileJob> layer_jobs(const ir::Module& module) {
       if (!reads_quantized_weights(p)) continue;
       for (size_t i = 0; i < p.candidates.size(); ++i) {
         const plan::Candidate& c = p.candidates[i];
-        if ((i != 0 && !c.fallback) || !names.insert(c.name()).second) continue;
+        if ((i != 0 && !c.fallback) || !names.insert(c.name()).second || !codegen::has_generated_launch(c)) continue;
         auto source = codegen::render_source(c);
         EXPECT_TRUE(source.has_value()) << c.name() << ": " << source.status().to_string();
         if (source) jobs.push_back({c.name(), *source});

@@ -118,9 +118,7 @@ Match QGemvConfig::match_view() const {
 }
 
 ParamSet QGemvConfig::params_view() const {
-  ParamSet params = {{"threads", schedule.threads}, {"rows", schedule.rows}, {"unroll", schedule.unroll}, {"split", schedule.split}};
-  if (fallback()) params["fallback"] = 1;
-  return params;
+  return {{"threads", schedule.threads}, {"rows", schedule.rows}, {"unroll", schedule.unroll}, {"split", schedule.split}};
 }
 
 AC_REGISTER_FAMILY(qgemv, 15, QGemvFamily)

@@ -18,9 +18,7 @@ struct QGemvConfig final : FamilyConfig {
   QGemvConfig(MatmulMatch m, GemvSchedule s, int64_t tokens) : match(std::move(m)), schedule(s), tokens_static(tokens) {}
   Match match_view() const override;
   ParamSet params_view() const override;
-  // With no library path for quantized weights yet, the most conservative schedule of the family is
-  // the region's fallback: every quantized matmul region keeps a candidate.
-  bool fallback() const override { return schedule.threads == 128 && schedule.rows == 1 && schedule.unroll == 1 && schedule.split == 1; }
+  bool fallback() const override { return false; }  // the cuBLAS family's dequantize + GEMM is the fallback
 };
 
 // The quantized formats the family reads (int8 per channel, int4 groups with or without zero points).
