@@ -2,11 +2,13 @@
 """Writes the small GGUF files tests/unit/gguf_test.cpp reads, with gguf-py as the reference.
 
 tests/fixtures/gguf/
-  quant_types.gguf          one tensor per supported storage type (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q6_K)
+  quant_types.gguf          one tensor per supported storage type (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q5_K Q6_K)
   quant_types.<name>.f32    what gguf.quants.dequantize makes of each, raw little-endian f32
   metadata.gguf             a metadata value of every type (nested arrays too), general.alignment = 64
   tiny_llama.gguf           a 1-layer llama whose HF weights are known patterns; q/k (and their biases)
                             are written through llama.cpp's permute, as convert_hf_to_gguf.py does
+  tiny_llama_q8_0.gguf      the same model with every matrix stored as Q8_0 (the permute applies to
+                            whole rows of blocks), for running GGUF blocks natively
 tests/fuzz/corpus/gguf/     two tiny seeds for fuzz_gguf_header
 
 Needs numpy and the `gguf` package. Deterministic: rerunning rewrites identical bytes.
@@ -31,11 +33,11 @@ def write(writer: GGUFWriter) -> None:
 
 
 def random_k_blocks(rng: np.random.Generator, n_blocks: int, qtype: QT) -> np.ndarray:
-    """Random Q4_K / Q6_K blocks whose f16 super-block scales are small and finite."""
-    size = {QT.Q4_K: 144, QT.Q6_K: 210}[qtype]
+    """Random Q4_K / Q5_K / Q6_K blocks whose f16 super-block scales are small and finite."""
+    size = {QT.Q4_K: 144, QT.Q5_K: 176, QT.Q6_K: 210}[qtype]
     blocks = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
     scales = rng.uniform(-0.05, 0.05, size=(n_blocks, 2)).astype(np.float16).view(np.uint8)
-    if qtype == QT.Q4_K:
+    if qtype in (QT.Q4_K, QT.Q5_K):
         blocks[:, 0:4] = scales  # d, dmin
     else:
         blocks[:, 208:210] = scales[:, 0:2]  # d
@@ -56,7 +58,9 @@ def quant_types(out: Path, rng: np.random.Generator) -> None:
         tensors[name] = quantize(dense, qtype)
     tensors["q4_k"] = random_k_blocks(rng, 4, QT.Q4_K).reshape(2, 2 * 144)
     tensors["q6_k"] = random_k_blocks(rng, 4, QT.Q6_K).reshape(2, 2 * 210)
-    raw_types = {"bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "q6_k": QT.Q6_K}
+    tensors["q5_k"] = random_k_blocks(rng, 4, QT.Q5_K).reshape(2, 2 * 176)
+    raw_types = {"bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "q5_k": QT.Q5_K,
+                 "q6_k": QT.Q6_K}
 
     path = out / "quant_types.gguf"
     writer = GGUFWriter(path, "test")
@@ -110,7 +114,8 @@ def pattern(base: float, rows: int, cols: int | None = None) -> np.ndarray:
     return (base + r + c / 64).astype(np.float32)
 
 
-def tiny_llama(path: Path, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int, dtype) -> None:
+def tiny_llama(path: Path, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int, dtype, matrices=None) -> None:
+    """`matrices`, when given, is the GGML type every 2-D tensor is quantized to (gguf.quants.quantize)."""
     head_dim = hidden // heads
     writer = GGUFWriter(path, "llama")
     writer.add_context_length(256)
@@ -143,7 +148,10 @@ def tiny_llama(path: Path, hidden: int, heads: int, kv_heads: int, ffn: int, voc
         "output_norm.weight": pattern(3, hidden),
     }
     for name, data in tensors.items():
-        writer.add_tensor(name, data.astype(dtype))
+        if matrices is not None and data.ndim == 2:
+            writer.add_tensor(name, quantize(data / 512, matrices), raw_dtype=matrices)  # scaled into a sane range
+        else:
+            writer.add_tensor(name, data.astype(dtype))
     write(writer)
 
 
@@ -159,6 +167,7 @@ def main() -> None:
     quant_types(out, rng)
     metadata(out)
     tiny_llama(out / "tiny_llama.gguf", hidden=32, heads=4, kv_heads=2, ffn=32, vocab=16, dtype=np.float32)
+    tiny_llama(out / "tiny_llama_q8_0.gguf", hidden=32, heads=4, kv_heads=2, ffn=32, vocab=16, dtype=np.float32, matrices=QT.Q8_0)
     tiny_llama(seeds / "tiny_llama_f16.gguf", hidden=8, heads=2, kv_heads=1, ffn=8, vocab=4, dtype=np.float16)
     (seeds / "metadata.gguf").write_bytes((out / "metadata.gguf").read_bytes())
     total = sum(f.stat().st_size for f in out.iterdir())

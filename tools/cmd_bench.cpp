@@ -2,7 +2,9 @@
 // defines it: a random prompt of I tokens, O tokens generated greedily with no early stop; warm-ups
 // first, then repetitions; the median prefill ms, decode ms/token and total ms. Prefill and decode are
 // timed with CUDA events; the total is the host's wall time of the whole request (which includes
-// them). --json prints one object with the GPU and the commit.
+// them). --json prints one object with the GPU and the commit. Also the weight bytes one decode step
+// reads in the model's formats, the device-to-device copy bandwidth measured before the engine
+// loads, and the weights' floor (bytes / bandwidth) the decode time is measured against.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,9 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/weight_traffic.h"
 #include "commands.h"
 #include "engine_flags.h"
 #include "git_commit.h"
+#include "gpu/device_probe.h"
 
 namespace agentcompile::tools {
 
@@ -50,6 +54,9 @@ double median(std::vector<double> values) {
 void bench(BenchFlags flags) {
   const Workload w = parse_workload(flags.workload);
   if (flags.engine.max_context == 0) flags.engine.max_context = w.input + w.output;
+  // Measured in a forked child before this process starts CUDA (gpu/device_probe.h); 0 if it fails.
+  const Expected<double> copy = gpu::measure_copy_bandwidth_gbs();
+  const double copy_gbs = copy ? *copy : 0;
   auto engine = load_engine_or_fail(flags.engine, flags.json);
   const EngineInfo& info = engine->info();
 
@@ -80,7 +87,14 @@ void bench(BenchFlags flags) {
                      {"prefill_ms", median(prefill)}, {"decode_ms_per_token", median(decode)}, {"total_ms", median(total)},
                      {"reps", flags.reps}, {"warmup", flags.warmup}, {"samples", samples}, {"gpu", info.gpu}, {"commit", AC_GIT_COMMIT},
                      {"dtype", info.dtype}, {"model_type", info.model_type}, {"cuda_graph", info.cuda_graph}, {"programmatic_launch", info.programmatic_launch}, {"max_context", info.max_context},
-                     {"decode_launches_per_step", info.decode_launches}, {"artifact", info.artifact}, {"weight_bytes", info.weight_bytes}};
+                     {"decode_launches_per_step", info.decode_launches}, {"artifact", info.artifact}, {"weight_bytes", info.weight_bytes},
+                     {"weight_formats", info.weight_formats}, {"weight_bytes_read_per_token", info.decode_weight_bytes},
+                     {"copy_bandwidth_gb_s", copy_gbs}};
+  const double floor = analysis::floor_ms(static_cast<double>(info.decode_weight_bytes), copy_gbs);
+  if (floor > 0) {
+    out["weight_floor_ms"] = floor;
+    out["decode_over_weight_floor"] = median(decode) / floor;
+  }
   if (flags.json) {
     std::printf("%s\n", out.dump().c_str());
     return;
@@ -88,6 +102,10 @@ void bench(BenchFlags flags) {
   std::printf("%s %s on %s, %s (commit %s)\n", info.model_type.c_str(), info.dtype.c_str(), info.gpu.c_str(), flags.workload.c_str(), AC_GIT_COMMIT);
   std::printf("  prefill   %10.2f ms\n  decode    %10.3f ms/token (%zu launches per step%s)\n  total     %10.1f ms   (median of %d, after %d warm-ups)\n",
               median(prefill), median(decode), info.decode_launches, info.cuda_graph ? ", CUDA graph" : "", median(total), flags.reps, flags.warmup);
+  std::printf("  weights   %10.2f MB read per token (%s)", static_cast<double>(info.decode_weight_bytes) / 1e6, info.weight_formats.c_str());
+  if (floor > 0)
+    std::printf(": floor %.3f ms/token at %.0f GB/s copy bandwidth, decode at %.2fx the floor", floor, copy_gbs, median(decode) / floor);
+  std::printf("\n");
 }
 
 }  // namespace

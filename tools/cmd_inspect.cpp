@@ -1,11 +1,14 @@
-// `agentcompile inspect MODEL`: the IR, node counts per function and parameter counts by group.
+// `agentcompile inspect MODEL`: the IR, node counts per function, parameter counts by group and the
+// weight bytes one decode step reads (as declared, and in the formats --quantize would give).
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
 
+#include "analysis/weight_traffic.h"
 #include "commands.h"
 #include "emit/model_module.h"
+#include "frontend/model_builder.h"
 #include "frontend/model_source.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -30,8 +33,46 @@ std::string param_group(const std::string& name) {
   return "other";
 }
 
-void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out) {
-  auto source = frontend::open_model(model_path, /*with_weights=*/false);
+// Bytes per decode token of the module as declared and of the same model in the other formats a
+// compile could choose: int8 and int4 g128 for a checkpoint in floats, the dequantized f16 path for
+// a quantized GGUF file. The floor at a copy bandwidth B is bytes / B (bench prints it on a GPU).
+void print_weight_traffic(const frontend::ModelSource& source, const ir::Module& module) {
+  if (!module.find_function("decode")) return;
+  std::printf("weight bytes read per decode token (decode floor = bytes / copy bandwidth):\n");
+  auto line = [](const std::string& label, const analysis::WeightTraffic& t) {
+    std::printf("  %-26s %10.2f MB", label.c_str(), t.bytes / 1e6);
+    if (t.quantized_params > 0) std::printf("  (%lld quantized matrices, %.2f MB)", static_cast<long long>(t.quantized_params), t.quantized_bytes / 1e6);
+    std::printf("\n");
+  };
+  const std::string declared = source.formats.quantize ? "--quantize " + frontend::quantize_spec_text(*source.formats.quantize)
+                               : source.formats.dequantize ? "--dequantize" : "as stored";
+  line(declared, analysis::weight_traffic(module, "decode"));
+  if (source.format == frontend::ModelFormat::kCaptured) return;
+  auto plain = frontend::build_module(source.config);
+  if (!plain) return;
+  if (!source.stored_quantized.empty() && !source.formats.dequantize) {
+    line("--dequantize", analysis::weight_traffic(*plain, "decode"));
+    return;
+  }
+  if (!source.stored_quantized.empty()) return;
+  for (const char* spec : {"int8", "int4:g128", "int4:g64", "int4:g32"}) {
+    if (source.formats.quantize && frontend::quantize_spec_text(*source.formats.quantize) == spec) continue;
+    frontend::WeightFormatOptions options;
+    options.quantize = frontend::parse_quantize_spec(spec).value();
+    ir::Module copy = *plain;
+    const Status status = frontend::apply_weight_formats(copy, {}, options, source.path.string());
+    if (!status.is_ok()) {
+      std::printf("  %-26s (%s)\n", (std::string("--quantize ") + spec).c_str(), status.message().c_str());
+      continue;
+    }
+    line(std::string("--quantize ") + spec, analysis::weight_traffic(copy, "decode"));
+  }
+}
+
+void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out, const std::string& quantize, bool dequantize) {
+  auto formats = frontend::weight_format_options(quantize, dequantize, /*gpu=*/false);
+  if (!formats) fail(formats.status().to_string());
+  auto source = frontend::open_model(model_path, /*with_weights=*/false, *formats);
   if (!source) fail(source.status().to_string());
   auto prepared = emit::model_module(*source);
   if (!prepared) fail(prepared.status().to_string());
@@ -81,6 +122,7 @@ void run_inspect(const std::string& model_path, bool print_ir, const std::string
   std::printf("parameters by group:\n");
   for (const auto& [group, count] : groups) std::printf("  %-10s %18s\n", group.c_str(), with_commas(count).c_str());
   std::printf("parameters: %s\n", with_commas(total).c_str());
+  if (source->is_language_model()) print_weight_traffic(*source, *module);
 }
 
 }  // namespace
@@ -93,7 +135,11 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("model", *model, "HF checkpoint directory, config.json, or .gguf file")->required();
   cmd->add_flag("--no-ir", *no_ir, "Skip printing the IR");
   cmd->add_option("--ir-out", *ir_out, "Also write the IR text to this file");
-  cmd->callback([model, no_ir, ir_out] { run_inspect(*model, !*no_ir, *ir_out); });
+  auto quantize = std::make_shared<std::string>();
+  auto dequantize = std::make_shared<bool>(false);
+  cmd->add_option("--quantize", *quantize, "Inspect the model with its linear weights quantized: int8[:bf16] or int4[:gG][:zp][:bf16]");
+  cmd->add_flag("--dequantize", *dequantize, "GGUF: inspect the f16 path (the file's blocks dequantized)");
+  cmd->callback([model, no_ir, ir_out, quantize, dequantize] { run_inspect(*model, !*no_ir, *ir_out, *quantize, *dequantize); });
 }
 
 }  // namespace agentcompile::tools

@@ -12,6 +12,7 @@
 #include "prompt.h"
 #include "token_list.h"
 #include "frontend/model_source.h"
+#include "frontend/weight_formats.h"
 #include "ir/interpreter.h"
 #include "ir/thread_pool.h"
 #include "ir/verifier.h"
@@ -71,9 +72,8 @@ void run_reference(const ReferenceOptions& options) {
          std::to_string(source->config.max_position_embeddings));
 
   const frontend::WeightStore* store = source->weights.get();
-  ir::Interpreter interpreter(
-      *module, [store](const std::string& name, std::vector<float>& out) { return store->read_f32(name, out); },
-      ir::InterpreterOptions{context, options.threads});
+  const frontend::InterpreterLoaders loaders = frontend::interpreter_loaders(*store);
+  ir::Interpreter interpreter(*module, loaders.values, loaders.packed, ir::InterpreterOptions{context, options.threads});
   const auto start = std::chrono::steady_clock::now();
   auto generation = interpreter.generate_greedy(prompt, options.new_tokens);
   if (!generation) fail(generation.status().to_string());

@@ -19,6 +19,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
   cmd.add_flag("--no-pdl", flags.no_pdl, "Launch decode kernels without programmatic dependent launch (ablation)");
   cmd.add_flag("--unfused", flags.unfused, "Compile without norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd.add_flag("--cublas-matmuls", flags.cublas_matmuls, "Compile every matmul region to its cuBLAS fallback, no generated GEMV or GEMM (ablation)");
+  cmd.add_option("--quantize", flags.quantize,
+                 "Run the checkpoint with its linear weights quantized (as `compile --quantize`): int8[:bf16] or int4[:gG][:zp][:bf16]");
+  cmd.add_flag("--dequantize", flags.dequantize, "GGUF: run the f16 path, the file's blocks dequantized at load");
   cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
 }
 
@@ -34,6 +37,8 @@ EngineOptions engine_options(const EngineFlags& flags) {
   options.compile.max_candidates = flags.max_candidates;
   options.compile.unfused = flags.unfused;
   options.compile.library_matmuls = flags.cublas_matmuls;
+  options.compile.quantize = flags.quantize;
+  options.compile.dequantize = flags.dequantize;
   return options;
 }
 

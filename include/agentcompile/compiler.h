@@ -36,6 +36,11 @@ struct SearchOptions {
 
 struct CompileOptions {
   std::filesystem::path model;        // HF checkpoint dir, config.json (shapes only) or .gguf
+  // Weight formats: "int8[:bf16]" or "int4[:gG][:zp][:bf16]" quantizes a checkpoint's linear weights
+  // (round to nearest, frontend/weight_formats.h); "" keeps them as stored. A GGUF file's blocks run
+  // in their own formats unless `dequantize` (today's f16 path).
+  std::string quantize;
+  bool dequantize = false;
   std::filesystem::path output;       // artifact directory
   std::filesystem::path cache_dir;    // NVRTC cubins, artifacts and the tuning database; empty: ~/.cache/agentcompile
   std::string device_profile;         // "" : probe the GPU, else a named profile (h100, h200, a100)

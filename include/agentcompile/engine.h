@@ -74,6 +74,8 @@ struct EngineInfo {
   int64_t vocab_size = 0;
   std::vector<int32_t> eos_ids;
   int64_t weight_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
+  int64_t decode_weight_bytes = 0;    // weight bytes one decode step reads, in the formats the module declares
+  std::string weight_formats;         // "as stored", "--quantize int4:g128", "--dequantize"
   size_t decode_launches = 0;         // kernel launches in one decode step (sampling included)
   bool cuda_graph = true;
   bool programmatic_launch = false;   // in effect (requested and supported by the GPU)

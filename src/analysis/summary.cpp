@@ -9,6 +9,7 @@
 #include <map>
 
 #include "analysis/summary.h"
+#include "ir/quant.h"
 
 namespace agentcompile::analysis {
 
@@ -64,6 +65,8 @@ double elements(const ir::TensorType& type, const ir::SymbolBindings& bindings) 
 }
 
 double type_bytes(const ir::TensorType& type, const ir::SymbolBindings& bindings) {
+  // A quantized weight (always static) takes its format's bytes, scales and padding included.
+  if (ir::is_quantized(type.dtype)) return static_cast<double>(ir::tensor_bytes(type));
   return elements(type, bindings) * static_cast<double>(ir::dtype_size(type.dtype));
 }
 

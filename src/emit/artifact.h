@@ -78,6 +78,7 @@ struct Artifact {
   nlohmann::json context_tuning;   // per decode bucket: the layer timed as a chain (tune/layer_chain.h); null: not run
   tune::AdmissionTimes admission_times;  // admission's stages summed over the regions and the chains
   nlohmann::json tuning;           // the tuning database and early stop: path, reuse counts, warnings (tune/tuning_db.h)
+  nlohmann::json weights;          // weight formats, bytes per decode token, quantization error per tensor; null: float weights
   std::map<std::string, std::string> ir_dumps;  // --dump-ir: listings by file name, written into ir/ beside module.ir
 };
 

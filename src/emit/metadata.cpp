@@ -145,6 +145,7 @@ json artifact_metadata(const Artifact& a) {
                              {"admit", a.times.admit_s}, {"emit", a.times.emit_s}, {"total", a.times.total_s}};
   if (a.gpu_used) meta["compile_seconds"]["admission"] = tune::to_json(a.admission_times);
   if (!a.tuning.is_null()) meta["tuning"] = a.tuning;
+  if (!a.weights.is_null()) meta["weights"] = a.weights;
   meta["functions"] = json::object();
   for (const auto& f : a.functions) {
     json fj;

@@ -97,6 +97,34 @@ std::string region_advice(const CompiledRegion& r) {
            (b.regret ? fmt("%.1f%%", 100 * *b.regret) : "not measured");
   return out + ".\n\n";
 }
+
+// The weights' formats, the bytes a decode step reads and, for a checkpoint quantized at compile
+// time, the round-to-nearest error of each quantized matrix (worst first, 12 rows; all are in
+// metadata.json "weights").
+std::string weights_section(const nlohmann::json& w) {
+  if (w.is_null()) return "";
+  std::string out = "## Weights\n\n";
+  const std::string quantize = w.value("quantize", std::string());
+  out += quantize.empty() ? (w.value("dequantize", false) ? "GGUF blocks dequantized at load (`--dequantize`)" : "As stored")
+                          : "Linear weights quantized to nearest, `--quantize " + quantize + "` (the logits' projection keeps its dtype)";
+  out += ": " + fmt("%.2f MB", w.value("decode_bytes_per_token", 0.0) / 1e6) + " of weights read per decode token, " +
+         fmt("%.2f MB", w.value("quantized_bytes_per_token", 0.0) / 1e6) + " of them in " +
+         std::to_string(w.value("quantized_matrices", 0)) + " quantized matrices.\n\n";
+  if (w.contains("errors") && w["errors"].is_string()) out += "Errors: " + w["errors"].get<std::string>() + ".\n\n";
+  if (!w.contains("tensors")) return out;
+  std::vector<nlohmann::json> rows(w["tensors"].begin(), w["tensors"].end());
+  std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("rel_rms", 0.0) > b.value("rel_rms", 0.0);
+  });
+  out += "| tensor | type | bytes | rel. RMS error | max abs error |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < rows.size() && i < 12; ++i)
+    out += "| " + rows[i].value("name", std::string()) + " | " + rows[i].value("type", std::string()) + " | " +
+           std::to_string(rows[i].value("bytes", int64_t{0})) + " | " + fmt("%.4g", rows[i].value("rel_rms", 0.0)) + " | " +
+           fmt("%.4g", rows[i].value("max_abs", 0.0)) + " |\n";
+  if (rows.size() > 12) out += "\n(" + std::to_string(rows.size() - 12) + " more in metadata.json \"weights\")\n";
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string artifact_report(const Artifact& a) {
@@ -125,6 +153,7 @@ std::string artifact_report(const Artifact& a) {
   out += "Stages: analyze " + fmt("%.2f s", a.times.analyze_s) + ", plan " + fmt("%.2f s", a.times.plan_s) + ", generate+compile " +
          fmt("%.2f s", a.times.generate_s) + ", admit+measure " + fmt("%.2f s", a.times.admit_s) + ", emit " + fmt("%.2f s", a.times.emit_s) + ".\n\n";
   if (a.gpu_used) out += admission_breakdown(a);
+  out += weights_section(a.weights);
 
   if (a.advisor.value("backend", "none") != "none") {
     out += "## Advice\n\n" + a.advisor.value("line", std::string()) +

@@ -216,9 +216,9 @@ Status read_tensor_info(Cursor& in, size_t index, GgufTensorInfo& tensor) {
   AC_TRY(in.read(tensor.ggml_type, context, "type"));
   const auto dtype = ggml_type_dtype(tensor.ggml_type);
   if (!dtype)
-    return error(ErrorCode::kUnsupported, in.source() + ": unknown GGUF quant type " + describe_type(tensor.ggml_type) +
-                                              " for tensor " + tensor.name +
-                                              " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
+    return error(ErrorCode::kUnsupported, in.source() + ": " + (ggml_type_name(tensor.ggml_type).empty() ? "unknown" : "unsupported") +
+                                              " GGUF quant type " + describe_type(tensor.ggml_type) + " for tensor " + tensor.name +
+                                              " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
   tensor.dtype = *dtype;
   AC_TRY(in.read(tensor.offset, context, "offset"));
   const int64_t block = static_cast<int64_t>(ir::block_elements(tensor.dtype));
@@ -314,6 +314,7 @@ std::optional<ir::DType> ggml_type_dtype(uint32_t ggml_type) {
     case 3: return ir::DType::kQ4_1;
     case 8: return ir::DType::kQ8_0;
     case 12: return ir::DType::kQ4_K;
+    case 13: return ir::DType::kQ5_K;
     case 14: return ir::DType::kQ6_K;
     case 30: return ir::DType::kBF16;
     default: return std::nullopt;

@@ -110,7 +110,7 @@ struct GgufFile {
 // [data, data + size).
 Expected<GgufFile> parse_gguf(const uint8_t* data, size_t size, const std::string& source);
 
-// ggml type ids: the dtype we dequantize it as (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K), and the
+// ggml type ids: the dtype we read it as (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K), and the
 // ggml name of any known id ("Q5_0" for 6; empty for ids ggml never assigned).
 std::optional<ir::DType> ggml_type_dtype(uint32_t ggml_type);
 std::string_view ggml_type_name(uint32_t ggml_type);

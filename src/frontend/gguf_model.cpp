@@ -10,7 +10,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "frontend/dequant.h"
+#include "ir/quant.h"
 
 namespace agentcompile::frontend {
 
@@ -222,21 +222,24 @@ std::string gguf_to_hf_name(std::string_view name) {
   return std::string(name);
 }
 
-void unpermute_llama_rows(std::vector<float>& data, int64_t rows, int64_t heads) {
+template <typename T>
+void unpermute_llama_rows(std::vector<T>& data, int64_t rows, int64_t heads) {
   const auto row_len = static_cast<size_t>(static_cast<int64_t>(data.size()) / rows);
   const int64_t head_rows = rows / heads;
   const int64_t half = head_rows / 2;
-  std::vector<float> out(data.size());
+  std::vector<T> out(data.size());
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < half; ++i)
       for (int64_t s = 0; s < 2; ++s) {
         const int64_t from = h * head_rows + 2 * i + s;    // interleaved (GGUF)
         const int64_t to = h * head_rows + s * half + i;   // rotate-half (HF)
         std::memcpy(&out[static_cast<size_t>(to) * row_len], &data[static_cast<size_t>(from) * row_len],
-                    row_len * sizeof(float));
+                    row_len * sizeof(T));
       }
   data.swap(out);
 }
+template void unpermute_llama_rows<float>(std::vector<float>&, int64_t, int64_t);
+template void unpermute_llama_rows<uint8_t>(std::vector<uint8_t>&, int64_t, int64_t);
 
 std::string GgufStore::tensor_label(const std::string& name) const {
   const GgufTensorInfo* tensor = gguf_tensor(name);
@@ -253,12 +256,25 @@ Status GgufStore::read_f32(const std::string& name, std::vector<float>& out) con
   if (it == entries_.end()) return error(ErrorCode::kNotFound, source() + ": no tensor '" + name + "'");
   const GgufTensorInfo& tensor = *it->second.tensor;
   out.resize(static_cast<size_t>(tensor.elements));
-  const Status status = dequantize(tensor.dtype, file_->bytes(tensor), tensor.elements, out.data());
+  const Status status = ir::dequantize(tensor.dtype, file_->bytes(tensor), tensor.elements, out.data());
   if (!status.is_ok()) return status.with_context(source() + ": tensor '" + tensor.name + "': ");
   if (it->second.rope_heads > 0) {
     const int64_t rows = tensor.dims.back();  // outermost ggml dim = HF rows (a bias has only this one)
     unpermute_llama_rows(out, rows, it->second.rope_heads);
   }
+  return Status::ok();
+}
+
+Status GgufStore::read_stored(const std::string& name, ir::DType format, std::vector<uint8_t>& out) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return error(ErrorCode::kNotFound, source() + ": no tensor '" + name + "'");
+  const GgufTensorInfo& tensor = *it->second.tensor;
+  if (tensor.dtype != format)
+    return error(ErrorCode::kMismatch, source() + ": tensor '" + tensor.name + "' is stored as " + std::string(ir::dtype_name(tensor.dtype)) +
+                                           ", not " + std::string(ir::dtype_name(format)));
+  const uint8_t* bytes = file_->bytes(tensor);
+  out.assign(bytes, bytes + tensor.bytes);
+  if (it->second.rope_heads > 0) unpermute_llama_rows(out, tensor.dims.back(), it->second.rope_heads);
   return Status::ok();
 }
 

@@ -33,6 +33,8 @@ class GgufStore : public WeightStore {
   // Dequantizes to f32; for llama undoes llama.cpp's interleaving of q/k rows. Errors name the file
   // and the tensor.
   Status read_f32(const std::string& name, std::vector<float>& out) const override;
+  // The stored blocks (for llama's q/k, whole rows of blocks moved back into HF order).
+  Status read_stored(const std::string& name, ir::DType format, std::vector<uint8_t>& out) const override;
   std::string source() const override { return file_->path().string(); }
   std::string tensor_label(const std::string& name) const override;
   bool dtypes_are_exact() const override { return false; }
@@ -57,7 +59,9 @@ class GgufStore : public WeightStore {
 Expected<std::unique_ptr<GgufStore>> open_gguf_checkpoint(const std::filesystem::path& path);
 
 // Undoes llama.cpp's `permute` on a [rows, row_len] tensor (row_len = 1 for a bias): within each of
-// `heads` heads of D = rows / heads rows, GGUF row 2·i + s holds HF row s·D/2 + i.
-void unpermute_llama_rows(std::vector<float>& data, int64_t rows, int64_t heads);
+// `heads` heads of D = rows / heads rows, GGUF row 2·i + s holds HF row s·D/2 + i. Rows are moved
+// whole, so the same applies to stored bytes (a row of blocks).
+template <typename T>
+void unpermute_llama_rows(std::vector<T>& data, int64_t rows, int64_t heads);
 
 }  // namespace agentcompile::frontend

@@ -2,6 +2,7 @@
 #include "frontend/model_source.h"
 
 #include <algorithm>
+#include <set>
 
 #include "frontend/gguf.h"
 #include "frontend/gguf_model.h"
@@ -60,19 +61,48 @@ Status check_against_config(const ModelConfig& config, const WeightStore& weight
   return check_all_tensors_used(module, weights, config);
 }
 
+// GGUF tensors stored in quantized types, by HF name; --quantize is refused when there are any.
+Status note_stored_formats(ModelSource& source, const WeightStore& store) {
+  std::set<std::string> types;
+  for (const TensorInfo& tensor : store.tensors())
+    if (ir::is_quantized(tensor.dtype)) {
+      source.stored_quantized[tensor.name] = tensor.dtype;
+      types.insert(std::string(ir::dtype_name(tensor.dtype)));
+    }
+  if (!source.formats.quantize || types.empty()) return Status::ok();
+  std::string names;
+  for (const std::string& type : types) names += (names.empty() ? "" : ", ") + type;
+  return error(ErrorCode::kInvalidArgument, source.path.string() + ": --quantize " + quantize_spec_text(*source.formats.quantize) +
+                                                ": this GGUF file is already quantized (" + names +
+                                                "); it runs in its own formats (or dequantized with --dequantize), and quantizing it "
+                                                "again would add a second rounding error");
+}
+
+// Builds the module once to refuse now what it cannot be (a format a parameter cannot take).
+Status module_status(const ModelSource& source) {
+  auto module = source_module(source);
+  return module ? Status::ok() : module.status();
+}
+
 }  // namespace
 
-Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
+Expected<ModelSource> open_model(const fs::path& path, bool with_weights, const WeightFormatOptions& formats) {
   ModelSource source;
   source.path = path;
+  source.formats = formats;
   std::error_code ec;
   if (!fs::exists(path, ec)) return error(ErrorCode::kNotFound, path.string() + ": no such file or directory");
+  const bool gguf = fs::is_regular_file(path) && path.extension() == ".gguf";
+  if (formats.dequantize && !gguf)
+    return error(ErrorCode::kInvalidArgument, path.string() + ": --dequantize applies to GGUF files, whose blocks otherwise run as they are");
 
-  if (fs::is_regular_file(path) && path.extension() == ".gguf") {
+  if (gguf) {
     source.format = ModelFormat::kGguf;
     AC_ASSIGN_OR_RETURN(auto store, open_gguf_checkpoint(path));
     AC_ASSIGN_OR_RETURN(source.config, gguf_model_config(store->gguf(), path.string()));
     AC_TRY(check_against_config(source.config, *store));
+    AC_TRY(note_stored_formats(source, *store));
+    AC_TRY(module_status(source));  // a format the module cannot take is refused now
     if (with_weights) source.weights = std::move(store);
     return source;
   }
@@ -82,12 +112,16 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
     AC_ASSIGN_OR_RETURN(source.config, read_hf_config(path));
     if (with_weights)
       return error(ErrorCode::kNotFound, path.string() + ": a config file alone has no weights; pass the checkpoint directory");
+    AC_TRY(module_status(source));  // a group size that does not divide K is refused now
     return source;
   }
   if (!fs::is_directory(path, ec))  // a device, a FIFO, a socket
     return error(ErrorCode::kUnsupported, path.string() + ": not a model: expected a directory, a config .json or a .gguf file");
   if (is_capture_dir(path)) {
     source.format = ModelFormat::kCaptured;
+    if (formats.quantize)
+      return error(ErrorCode::kUnsupported, path.string() + ": --quantize applies to Hugging Face checkpoints and GGUF files, "
+                                                            "whose graphs the builders write; this is a module captured from PyTorch");
     AC_ASSIGN_OR_RETURN(source.capture, read_capture_manifest(path));
     AC_ASSIGN_OR_RETURN(source.captured, read_captured_module(path, *source.capture));
     if (source.capture->is_causal_lm()) {
@@ -116,12 +150,15 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights) {
     AC_TRY(check_against_config(source.config, *store));
     if (with_weights) source.weights = std::move(store);
   }
+  AC_TRY(module_status(source));  // a group size that does not divide K is refused now
   return source;
 }
 
-Expected<ir::Module> source_module(const ModelSource& source) {
+Expected<ir::Module> source_module(const ModelSource& source, const BuildOptions& build) {
   if (source.format == ModelFormat::kCaptured) return *source.captured;
-  return build_module(source.config);
+  AC_ASSIGN_OR_RETURN(ir::Module module, build_module(source.config, build));
+  AC_TRY(apply_weight_formats(module, source.stored_quantized, source.formats, source.path.string()));
+  return module;
 }
 
 }  // namespace agentcompile::frontend

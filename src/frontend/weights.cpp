@@ -9,6 +9,11 @@ const TensorInfo* WeightStore::find(const std::string& name) const {
   return nullptr;
 }
 
+Status WeightStore::read_stored(const std::string& name, ir::DType format, std::vector<uint8_t>&) const {
+  return error(ErrorCode::kUnsupported, source() + ": tensor " + tensor_label(name) + " is not stored as " +
+                                            std::string(ir::dtype_name(format)) + "; this store holds no quantized tensors");
+}
+
 void MemoryStore::put(const std::string& name, ir::DType dtype, std::vector<int64_t> shape, std::vector<float> values) {
   for (size_t i = 0; i < tensors_.size(); ++i)
     if (tensors_[i].name == name) {

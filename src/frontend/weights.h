@@ -26,6 +26,9 @@ class WeightStore {
   const TensorInfo* find(const std::string& name) const;
   // Reads one tensor as f32, dequantizing as needed. Errors name the file and the tensor.
   virtual Status read_f32(const std::string& name, std::vector<float>& out) const = 0;
+  // The tensor's bytes as stored, when it is stored in the quantized `format` (GGUF blocks, rows in
+  // Hugging Face order: ir/quant.h's layout); kUnsupported for stores that hold no quantized tensors.
+  virtual Status read_stored(const std::string& name, ir::DType format, std::vector<uint8_t>& out) const;
   // What the store was read from, for messages.
   virtual std::string source() const = 0;
   // A tensor as messages name it: "'model.norm.weight'", and where the file spells it otherwise,

@@ -38,9 +38,13 @@ long long number_after(const std::string& text, size_t prefix) {
 Expected<const void*> slot_pointer(const std::string& slot, const RegionArgs& args) {
   auto bad = [&] { return error(ErrorCode::kInternal, "library launch names an unknown slot '" + slot + "'"); };
   if (slot.rfind("workspace:", 0) == 0) {
-    const long long per_token = number_after(slot, 10);
-    if (per_token < 0) return bad();
-    return static_cast<const void*>(static_cast<const char*>(args.workspace) + per_token * args.T);
+    // "workspace:P" is P bytes per token in; "workspace:P+F" F bytes into the fixed part after P per token
+    // (the dequantized weights of a quantized matmul's fallback).
+    const size_t plus = slot.find('+');
+    const long long per_token = number_after(slot.substr(0, plus), 10);
+    const long long fixed = plus == std::string::npos ? 0 : number_after(slot, plus + 1);
+    if (per_token < 0 || fixed < 0) return bad();
+    return static_cast<const void*>(static_cast<const char*>(args.workspace) + per_token * args.T + fixed);
   }
   struct Prefix {
     const char* name;

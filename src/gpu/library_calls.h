@@ -1,5 +1,5 @@
 // Library launches of candidates (plan::Launch::library): cuBLAS GEMMs ("gemm": one linear,
-// "gemm_batched": a strided-batched matmul with transposed operands), the fallback of matmul regions. Interface slots in library_args ("in0", "w1", "out0", "workspace:<bytes per token>")
+// "gemm_batched": a strided-batched matmul with transposed operands), the fallback of matmul regions. Interface slots in library_args ("in0", "w1", "out0", "workspace:<bytes per token>", "workspace:<bytes per token>+<bytes>")
 // are resolved against the same ac::RegionArgs the generated kernels receive.
 #pragma once
 

@@ -12,15 +12,39 @@ struct DTypeInfo {
   std::string_view name;
   size_t block_bytes;
   size_t block_elems;
+  bool quantized;
 };
 // Block layouts follow ggml: Q8_0 = f16 scale + 32 int8; Q4_0 = f16 scale + 16 bytes of nibbles;
 // Q4_1 = f16 scale + f16 min + 16 bytes; Q4_K = 2 f16 + 12 scale bytes + 128 nibble bytes per 256;
-// Q6_K = 128 low bytes + 64 high bytes + 16 int8 scales + f16 per 256.
+// Q5_K = Q4_K's + 32 bytes of fifth bits; Q6_K = 128 low bytes + 64 high bytes + 16 int8 scales + f16
+// per 256. The row formats (i8_*, i4*) have no fixed block bytes: ir/quant.h lays out their rows.
 constexpr DTypeInfo kInfos[] = {
-    {DType::kF32, "f32", 4, 1},     {DType::kF16, "f16", 2, 1},      {DType::kBF16, "bf16", 2, 1},
-    {DType::kI32, "i32", 4, 1},     {DType::kI64, "i64", 8, 1},      {DType::kQ8_0, "q8_0", 34, 32},
-    {DType::kQ4_0, "q4_0", 18, 32}, {DType::kQ4_1, "q4_1", 20, 32},  {DType::kQ4_K, "q4_k", 144, 256},
-    {DType::kQ6_K, "q6_k", 210, 256}, {DType::kBool, "bool", 1, 1},
+    {DType::kF32, "f32", 4, 1, false},
+    {DType::kF16, "f16", 2, 1, false},
+    {DType::kBF16, "bf16", 2, 1, false},
+    {DType::kI32, "i32", 4, 1, false},
+    {DType::kI64, "i64", 8, 1, false},
+    {DType::kQ8_0, "q8_0", 34, 32, true},
+    {DType::kQ4_0, "q4_0", 18, 32, true},
+    {DType::kQ4_1, "q4_1", 20, 32, true},
+    {DType::kQ4_K, "q4_k", 144, 256, true},
+    {DType::kQ6_K, "q6_k", 210, 256, true},
+    {DType::kQ5_K, "q5_k", 176, 256, true},
+    {DType::kI8_F16, "i8_f16", 0, 0, true},
+    {DType::kI8_BF16, "i8_bf16", 0, 0, true},
+    {DType::kI4G32_F16, "i4g32_f16", 0, 32, true},
+    {DType::kI4G32_BF16, "i4g32_bf16", 0, 32, true},
+    {DType::kI4G64_F16, "i4g64_f16", 0, 64, true},
+    {DType::kI4G64_BF16, "i4g64_bf16", 0, 64, true},
+    {DType::kI4G128_F16, "i4g128_f16", 0, 128, true},
+    {DType::kI4G128_BF16, "i4g128_bf16", 0, 128, true},
+    {DType::kI4G32Z_F16, "i4g32z_f16", 0, 32, true},
+    {DType::kI4G32Z_BF16, "i4g32z_bf16", 0, 32, true},
+    {DType::kI4G64Z_F16, "i4g64z_f16", 0, 64, true},
+    {DType::kI4G64Z_BF16, "i4g64z_bf16", 0, 64, true},
+    {DType::kI4G128Z_F16, "i4g128z_f16", 0, 128, true},
+    {DType::kI4G128Z_BF16, "i4g128z_bf16", 0, 128, true},
+    {DType::kBool, "bool", 1, 1, false},
 };
 
 const DTypeInfo& info(DType dtype) {
@@ -38,13 +62,14 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_quantized(DType dtype) { return info(dtype).block_elems > 1; }
+bool is_quantized(DType dtype) { return info(dtype).quantized; }
 bool is_float(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16; }
 size_t dtype_size(DType dtype) { return info(dtype).block_bytes; }
 size_t block_elements(DType dtype) { return info(dtype).block_elems; }
 
 size_t storage_bytes(DType dtype, int64_t count) {
   const auto& entry = info(dtype);
+  if (entry.block_elems == 0 || entry.block_bytes == 0) return 0;  // a row format: ir/quant.h
   return static_cast<size_t>(count) / entry.block_elems * entry.block_bytes;
 }
 

@@ -127,7 +127,16 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       if (in[0].shape.size() != 2) return op_error(node, "table must be rank 2, got " + in[0].to_string());
       if (in[1].dtype != DType::kI32 || in[1].shape.size() != 1)
         return op_error(node, "ids must be i32[T], got " + in[1].to_string());
-      return TensorType{in[0].dtype, {in[1].shape[0], in[0].shape[1]}};
+      // A quantized table says in attr dtype what float type its rows are dequantized to.
+      DType out = in[0].dtype;
+      if (is_quantized(out) != node.has_attr("dtype"))
+        return op_error(node, is_quantized(out) ? "a quantized table " + in[0].to_string() + " needs attr dtype (the rows' float type)"
+                                                : "attr dtype is for quantized tables; this table is " + in[0].to_string());
+      if (is_quantized(out)) {
+        AC_ASSIGN_OR_RETURN(out, dtype_attr(node, "dtype"));
+        if (!is_float(out)) return op_error(node, "attr dtype must be a float type, got " + node.string_attr("dtype"));
+      }
+      return TensorType{out, {in[1].shape[0], in[0].shape[1]}};
     }
     case OpKind::kLinear: {
       const auto& x = in[0];
@@ -136,6 +145,8 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
         return op_error(node, "expects x[...,K] and w[N,K], got " + x.to_string() + " and " + w.to_string());
       if (x.shape.back() != w.shape[1])
         return op_error(node, "K of x " + x.to_string() + " differs from K of w " + w.to_string());
+      if (is_quantized(w.dtype) && !is_float(x.dtype))
+        return op_error(node, "a quantized weight " + w.to_string() + " multiplies float x, got " + x.to_string());
       if (in.size() == 3 && (in[2].shape.size() != 1 || in[2].shape[0] != w.shape[0]))
         return op_error(node, "bias " + in[2].to_string() + " does not match N of w " + w.to_string());
       Shape out(x.shape.begin(), x.shape.end() - 1);

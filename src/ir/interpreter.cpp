@@ -17,6 +17,7 @@
 
 #include "ir/interpreter_exec.h"
 #include "ir/interpreter_ops.h"
+#include "ir/quant.h"
 #include "ir/thread_pool.h"
 #include "support/host_limits.h"
 
@@ -69,10 +70,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 Expected<Plan> make_plan(const Module& module, const Function& function) {
   const auto value_count = static_cast<ValueId>(function.values.size());
-  for (const Value& value : function.values)
-    if (!is_float(value.type.dtype) && !exec::int_storage(value.type.dtype))
+  for (const Value& value : function.values)  // quantized weights are held dequantized, as f32
+    if (!is_float(value.type.dtype) && !exec::int_storage(value.type.dtype) && !is_quantized(value.type.dtype))
       return error(ErrorCode::kUnsupported, function.name + ": value %" + value.name + " is " + value.type.to_string() +
-                                                "; the interpreter holds only float, i32 and bool values");
+                                                "; the interpreter holds only float, quantized, i32 and bool values");
   std::vector<bool> defined(function.values.size(), false);
   std::vector<int64_t> last_use(function.values.size(), -1);
   for (ValueId arg : function.args) {
@@ -133,6 +134,7 @@ Expected<Tensor> execute(exec::Context& context, const Function& function, const
 struct Interpreter::Impl {
   Module module;  // a copy: callers often pass a temporary from build_module
   WeightLoader loader;
+  PackedWeightLoader packed_loader;
   InterpreterOptions options;
   ThreadPool pool;
   std::map<std::string, Tensor> weights;
@@ -148,8 +150,8 @@ struct Interpreter::Impl {
   };
   std::deque<RopeEntry> rope_cache;  // valid for one call; a deque keeps handed-out references valid
 
-  Impl(const Module& m, WeightLoader l, InterpreterOptions o)
-      : module(m), loader(std::move(l)), options(o), pool(o.threads) {}
+  Impl(const Module& m, WeightLoader l, PackedWeightLoader p, InterpreterOptions o)
+      : module(m), loader(std::move(l)), packed_loader(std::move(p)), options(o), pool(o.threads) {}
 
   Expected<Tensor> weight(const std::string& name) {
     if (auto it = weights.find(name); it != weights.end()) return it->second;
@@ -158,9 +160,9 @@ struct Interpreter::Impl {
     if (!shape_is_static(param->type.shape))
       return error(ErrorCode::kInvalidArgument,
                    "parameter " + name + " has a symbolic shape " + param->type.to_string());
-    if (!is_float(param->type.dtype) && !exec::int_storage(param->type.dtype))
+    if (!is_float(param->type.dtype) && !exec::int_storage(param->type.dtype) && !is_quantized(param->type.dtype))
       return error(ErrorCode::kUnsupported, "parameter " + name + " is " + param->type.to_string() +
-                                                "; the interpreter holds only float, i32 and bool values");
+                                                "; the interpreter holds only float, quantized, i32 and bool values");
     AC_ASSIGN_OR_RETURN(Tensor tensor, param->is_alias() ? alias_rows(*param) : load(*param));
     held += static_cast<uint64_t>(tensor.elements()) * 4;
     return weights.emplace(name, std::move(tensor)).first->second;
@@ -168,6 +170,7 @@ struct Interpreter::Impl {
 
   Expected<Tensor> load(const ParamDecl& param) {
     const std::string& name = param.name;
+    if (is_quantized(param.type.dtype)) return load_packed(param);
     if (!loader) return error(ErrorCode::kNotFound, "no weight loader to load " + name);
     // The loader allocates the values: check first that the host can hold them.
     uint64_t bytes = UINT64_MAX;  // stays so if the product overflows
@@ -201,6 +204,30 @@ struct Interpreter::Impl {
                                                       std::string(dtype_name(tensor.dtype)) + " value");
       (*tensor.i32)[i] = static_cast<int32_t>(value);
     }
+    return tensor;
+  }
+
+  // A quantized parameter: its stored bytes, dequantized here as the format defines (held as f32).
+  Expected<Tensor> load_packed(const ParamDecl& param) {
+    const std::string at = "loading weight " + param.name + " " + param.type.to_string();
+    if (!packed_loader) return error(ErrorCode::kNotFound, at + ": no loader of quantized weights was given");
+    if (param.type.shape.size() != 2) return error(ErrorCode::kInvalidArgument, at + ": a quantized weight is a matrix [N, K]");
+    const int64_t rows = param.type.shape[0].value, K = param.type.shape[1].value;
+    if (std::string problem = row_length_problem(param.type.dtype, K); !problem.empty())
+      return error(ErrorCode::kInvalidArgument, at + ": " + problem);
+    uint64_t bytes = UINT64_MAX;
+    support::checked_bytes(static_cast<uint64_t>(rows * K), 4, bytes);
+    AC_TRY(support::check_host_allocation(bytes, "weight '" + param.name + "' " + param.type.to_string(), held));
+    std::vector<uint8_t> stored;
+    if (Status status = packed_loader(param.name, param.type.dtype, stored); !status.is_ok()) return status.with_context(at);
+    if (stored.size() != tensor_bytes(param.type))
+      return error(ErrorCode::kMismatch, at + ": the loader gave " + std::to_string(stored.size()) + " bytes, the format needs " +
+                                             std::to_string(tensor_bytes(param.type)));
+    Tensor tensor;
+    tensor.dtype = param.type.dtype;
+    tensor.shape = {rows, K};
+    tensor.f32 = std::make_shared<std::vector<float>>(static_cast<size_t>(rows * K));
+    AC_TRY(dequantize_rows(param.type.dtype, stored.data(), rows, K, tensor.f32->data()).with_context(at));
     return tensor;
   }
 
@@ -400,7 +427,10 @@ struct Interpreter::Impl {
 };
 
 Interpreter::Interpreter(const Module& module, WeightLoader loader, InterpreterOptions options)
-    : impl_(new Impl(module, std::move(loader), options)) {}
+    : impl_(new Impl(module, std::move(loader), {}, options)) {}
+
+Interpreter::Interpreter(const Module& module, WeightLoader loader, PackedWeightLoader packed, InterpreterOptions options)
+    : impl_(new Impl(module, std::move(loader), std::move(packed), options)) {}
 
 Interpreter::~Interpreter() { delete impl_; }
 

@@ -31,6 +31,9 @@
 //     or attr inv_freq rounded to f32; angle = float(pos + t) * inv_freq, cos/sin rounded from
 //     double, then multiplied in float by attr scale.
 //   - an alias parameter's rows are copied out of its source, which the loader is asked for once.
+//   - a quantized parameter (ir/quant.h) is read as its stored bytes, from the packed loader, and
+//     dequantized here, exactly as its format defines (ir::dequantize_rows): the values every kernel
+//     reading the format is validated against.
 //   - errors never abort: every failure is a Status naming the function, node (and its source
 //     location when it has one) and reason.
 #pragma once
@@ -61,9 +64,12 @@ struct HostTensor {
   static HostTensor from_bool(std::vector<int64_t> shape, std::vector<int32_t> values);  // values 0 or 1
 };
 
-// Supplies a parameter's values as f32 (the frontend dequantizes/converts). It is asked only for
-// parameters that are not aliases; an alias's rows are taken from its source.
+// Supplies a parameter's values as f32 (the frontend converts). It is asked only for parameters that
+// are not aliases and not quantized; an alias's rows are taken from its source.
 using WeightLoader = std::function<Status(const std::string& name, std::vector<float>& out)>;
+// Supplies a quantized parameter's bytes in `format`, its declared type (ir/quant.h's layout, rows of
+// the last dim), which the interpreter dequantizes.
+using PackedWeightLoader = std::function<Status(const std::string& name, DType format, std::vector<uint8_t>& out)>;
 
 struct InterpreterOptions {
   int64_t max_context = 4096;  // rows allocated for every state's L dimension
@@ -73,6 +79,8 @@ struct InterpreterOptions {
 class Interpreter {
  public:
   Interpreter(const Module& module, WeightLoader loader, InterpreterOptions options = {});
+  // For modules with quantized parameters: `packed` supplies their stored bytes.
+  Interpreter(const Module& module, WeightLoader loader, PackedWeightLoader packed, InterpreterOptions options = {});
   ~Interpreter();
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;

@@ -17,12 +17,16 @@
 //   arange        ()                         -> [length] of attr `dtype` (i32 or a float): start + i * step;
 //                                               attrs start, step (numbers), length (a dim: static, T or L)
 // Gathers
-//   embedding     (table[V,H], ids i32[N])   -> [N,H]         rows of table; an id outside [0, V) is an error
+//   embedding     (table[V,H], ids i32[N])   -> [N,H]         rows of table; an id outside [0, V) is an error.
+//                                               A quantized table (ir/quant.h) needs attr dtype, the float
+//                                               type of the dequantized rows it returns
 //   index_select  (x, idx i32[n])            -> x with dim `axis` replaced by n: x.index_select(axis, idx)
 //   gather        (x, idx i32)               -> idx's shape: out[..i..] = x[..idx[..i..] at `axis`..]
 //                                               (torch.gather); idx has x's rank, other dims <= x's
 // Matmuls
-//   linear        (x[...,K], w[N,K], b[N]?)  -> [...,N]       x @ w^T (+ b); w keeps Hugging Face layout
+//   linear        (x[...,K], w[N,K], b[N]?)  -> [...,N]       x @ w^T (+ b); w keeps Hugging Face layout and
+//                                               may be quantized (ir/quant.h: its rows dequantized exactly as
+//                                               the format defines); the result has x's dtype
 //   matmul        (a[...,M,K], b[...,K,N])   -> [...,M,N]     equal ranks >= 2, batch dims must match
 // Pointwise, binary (equal dtypes; numpy broadcasting over trailing dims, a static 1 stretches)
 //   add sub mul div                          -> float or int (int division truncates toward zero)

@@ -6,6 +6,9 @@
 // one node's result, with Value::producer saying which) and only used after its definition; every
 // node's declared type equals infer_result_type's; known attributes have the right kind; each state is
 // appended at most once; attention reads k and v straight from kv_append results; results exist.
+// Quantized weight formats (ir/quant.h) are types of parameters and of the weight nodes that read
+// them, and nothing else: such a value is only read as a linear's weight or an embedding's table,
+// and a parameter's rows must be a length its format can store.
 // Every error names the function, the value (%name) and what is wrong.
 #include "ir/verifier.h"
 
@@ -14,16 +17,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/quant.h"
+
 namespace agentcompile::ir {
 
 namespace {
 
 Status invalid(const std::string& message) { return error(ErrorCode::kInvalidArgument, message); }
 
-// A type any value may carry: plain dtype, dims that are T, L or a non-negative size.
-std::string type_problem(const TensorType& type, bool allow_symbols) {
+// A type a value may carry: a plain dtype (or, where `allow_quantized`, a weight format), dims that
+// are T, L or a non-negative size.
+std::string type_problem(const TensorType& type, bool allow_symbols, bool allow_quantized = false) {
   if (static_cast<size_t>(type.dtype) > static_cast<size_t>(DType::kBool)) return "has an unknown dtype";
-  if (is_quantized(type.dtype)) return "has dtype " + std::string(dtype_name(type.dtype)) + ", which is not a plain dtype";
+  if (is_quantized(type.dtype) && !allow_quantized)
+    return "has dtype " + std::string(dtype_name(type.dtype)) + ", a weight format: only parameters and their weight nodes carry one";
   for (const Dim& dim : type.shape) {
     if (dim.symbol != Symbol::kNone && dim.symbol != Symbol::kT && dim.symbol != Symbol::kL)
       return "has a dimension with an unknown symbol";
@@ -51,6 +58,7 @@ std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
   using K = AttrKind;
   switch (op) {
     case OpKind::kWeight: return {{"name", K::kString}};
+    case OpKind::kEmbedding: return {{"dtype", K::kString}};
     case OpKind::kCast: return {{"dtype", K::kString}};
     case OpKind::kRmsNorm: return {{"eps", K::kFloat}};
     case OpKind::kRope:
@@ -172,7 +180,9 @@ class FunctionVerifier {
                        std::to_string(value.producer) + ")");
       if (definitions[i] > 1)
         return invalid(where() + ": " + ref(id) + " is defined " + std::to_string(definitions[i]) + " times");
-      if (std::string problem = type_problem(value.type, true); !problem.empty())
+      const bool weight = value.producer >= 0 && static_cast<size_t>(value.producer) < f_.nodes.size() &&
+                          f_.nodes[static_cast<size_t>(value.producer)].op == OpKind::kWeight;
+      if (std::string problem = type_problem(value.type, true, weight); !problem.empty())
         return invalid(where() + ": " + ref(id) + " : " + value.type.to_string() + " " + problem);
     }
     return Status::ok();
@@ -187,6 +197,10 @@ class FunctionVerifier {
         return invalid(at + ": operand " + std::to_string(i) + " (" + ref(operand) + ") is not a value of the function");
       if (!defined_[static_cast<size_t>(operand)])
         return invalid(at + ": operand " + std::to_string(i) + " (" + ref(operand) + ") is used before it is defined");
+      const bool reads_format = (node.op == OpKind::kLinear && i == 1) || (node.op == OpKind::kEmbedding && i == 0);
+      if (is_quantized(f_.type(operand).dtype) && !reads_format)
+        return invalid(at + ": operand " + std::to_string(i) + " (" + ref(operand) + " : " + f_.type(operand).to_string() +
+                       ") is a quantized weight, which only a linear's weight or an embedding's table may be");
     }
     for (const auto& [key, kind] : attr_schema(node.op)) {
       auto it = node.attrs.find(key);
@@ -222,10 +236,13 @@ class FunctionVerifier {
 
   Status check_results() {
     if (f_.results.empty()) return invalid(where() + ": returns no results");
-    for (size_t i = 0; i < f_.results.size(); ++i)
+    for (size_t i = 0; i < f_.results.size(); ++i) {
       if (!in_range(f_.results[i]))
         return invalid(where() + ": result " + std::to_string(i) + " (" + ref(f_.results[i]) +
                        ") is not a value of the function");
+      if (is_quantized(f_.type(f_.results[i]).dtype))
+        return invalid(where() + ": result " + std::to_string(i) + " (" + ref(f_.results[i]) + ") is a quantized weight");
+    }
     return Status::ok();
   }
 
@@ -247,8 +264,12 @@ Status verify_module(const Module& module) {
   for (const ParamDecl& param : module.params) {
     if (param.name.empty()) return invalid(where + ": a parameter has no name");
     if (!names.insert(param.name).second) return invalid(where + ": two parameters are named @" + param.name);
-    if (std::string problem = type_problem(param.type, false); !problem.empty())
-      return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
+    std::string problem = type_problem(param.type, false, true);
+    if (problem.empty() && is_quantized(param.type.dtype)) {
+      if (param.type.shape.size() != 2) problem = "is a weight format, which stores matrices [N, K] only";
+      else if (std::string rows = row_length_problem(param.type.dtype, param.type.shape[1].value); !rows.empty()) problem = rows;
+    }
+    if (!problem.empty()) return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
   }
   for (const ParamDecl& param : module.params) {
     if (!param.is_alias()) continue;

@@ -67,6 +67,8 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
     return *warm;
   }
 
+  CompileRecords records;
+  AC_ASSIGN_OR_RETURN(records.weights, weights_record(model, options, say));
   IrListings listings(options.dump_ir);
   listings.captured(model);
   const Analysis analysis = analyze_regions(model, options, say);
@@ -86,7 +88,6 @@ Expected<CompileSummary> compile_model(const CompileOptions& options, const Prog
   const ChainPicks picks = tune_layer_chain(model, plan, admitted, std::move(selected), options, say);
   listings.chain(plan, picks);
 
-  CompileRecords records;
   records.tuning = finish_admission(admitted, options, say);
   if (options.search.ablate_advisor) records.ablation = ablate_orderings(plan, admitted, identity, options, target);
   records.advisor = advisor->enabled() ? advice_totals(advice, *advisor) : nlohmann::json{{"backend", "none"}};

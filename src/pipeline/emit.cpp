@@ -112,6 +112,7 @@ emit::Artifact assemble_artifact(const StageOutputs& o) {
   a.context_tuning = o.picks.record;
   a.admission_times = o.admitted.times;
   a.tuning = o.records.tuning;
+  a.weights = o.records.weights;
   a.ir_dumps = o.records.listings;
   return a;
 }

@@ -163,11 +163,18 @@ ChainPicks tune_layer_chain(const CapturedModel& model, const Plan& plan, Admitt
 
 // --- emit (emit.cpp; the format, the writer, the key and the cache are emit's) ---
 // What the compile recorded beside the stages' outputs.
+// --- weights (weights.cpp) ---
+// metadata.json "weights": the formats, the weight bytes a decode step reads, and with --quantize the
+// error of every quantized matrix (the checkpoint read and quantized here); null where the module
+// keeps the checkpoint's float weights.
+Expected<nlohmann::json> weights_record(const CapturedModel& model, const CompileOptions& options, const ProgressFn& say);
+
 struct CompileRecords {
   nlohmann::json advisor;          // metadata.json "advisor": settings, counts and the summary line
   nlohmann::json advice_record;    // advice.json; null without an advisor
   tune::AblationRecord ablation;   // --ablate-advisor (ablation.json); null otherwise
   nlohmann::json tuning;           // metadata.json "tuning"; null without a GPU
+  nlohmann::json weights;          // metadata.json "weights" (weights_record); null for float weights
   std::map<std::string, std::string> listings;  // --dump-ir: ir/<name>
   double seconds = 0;              // the compile so far
 };

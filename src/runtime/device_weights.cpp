@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "frontend/safetensors.h"
+#include "frontend/weight_formats.h"
+#include "ir/quant.h"
 
 namespace agentcompile::runtime {
 
@@ -11,9 +13,8 @@ namespace {
 
 constexpr size_t kAlignment = 256;
 
-size_t param_bytes(const ir::ParamDecl& p) {
-  return static_cast<size_t>(ir::static_elements(p.type.shape)) * ir::dtype_size(p.type.dtype);
-}
+// Quantized formats (ir/quant.h) take their own bytes: rows of packed elements with their scales.
+size_t param_bytes(const ir::ParamDecl& p) { return static_cast<size_t>(ir::tensor_bytes(p.type)); }
 
 size_t align_up(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -60,7 +61,18 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
     const bool from_derived = derived && derived->find(p.name);
     const frontend::WeightStore& source = from_derived ? *derived : store;
     bool copied = false;
-    if (safetensors && !from_derived) {
+    if (ir::is_quantized(p.type.dtype)) {
+      // The stored blocks (GGUF) or the checkpoint's values quantized to nearest, as the compiler's
+      // reference interpreter read them (frontend::read_packed): uploaded packed, never dequantized.
+      std::vector<uint8_t> packed;
+      AC_TRY(frontend::read_packed(source, p.name, p.type.dtype, packed));
+      if (packed.size() != bytes)
+        return error(ErrorCode::kMismatch, source.source() + ": " + p.name + " packs into " + std::to_string(packed.size()) +
+                                               " bytes, the module expects " + std::to_string(bytes));
+      AC_TRY(weights.buffer_.upload(packed.data(), bytes, offset));
+      copied = true;
+    }
+    if (safetensors && !from_derived && !copied) {
       AC_ASSIGN_OR_RETURN(frontend::RawTensor raw, safetensors->raw(p.name));
       if (raw.dtype == p.type.dtype) {
         if (raw.size != bytes)
@@ -87,7 +99,7 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
     if (!base || it == weights.offsets_.end())
       return error(ErrorCode::kInternal, "parameter " + p.name + " aliases " + p.alias_of + ", which was not uploaded");
     const int64_t rows = p.type.shape[0].value;
-    const size_t row_bytes = rows > 0 ? static_cast<size_t>(ir::static_elements(p.type.shape) / rows) * ir::dtype_size(p.type.dtype) : 0;
+    const size_t row_bytes = rows > 0 ? param_bytes(p) / static_cast<size_t>(rows) : 0;
     weights.offsets_[p.name] = it->second + static_cast<size_t>(p.alias_row) * row_bytes;
   }
   return weights;

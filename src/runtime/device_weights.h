@@ -2,8 +2,11 @@
 // allocation, in the dtype and layout the IR declares for it (which is what the selected kernels
 // read: Hugging Face [N, K] rows for linear layers, so a GEMV streams each output's row; fused QKV
 // and gate/up kernels take their weights as separate slots and read them in one launch). A
-// safetensors tensor already in that dtype is copied byte for byte; anything else (GGUF quantized
-// blocks, a checkpoint in another float type) is converted on the host first. A parameter alias (rows
+// safetensors tensor already in that dtype is copied byte for byte; a parameter in a quantized format
+// (ir/quant.h) is uploaded packed: GGUF blocks as the file holds them, a checkpoint's matrix quantized
+// to nearest on the host (frontend::read_packed, the bytes the compiler validated against); anything
+// else (a GGUF tensor dequantized with --dequantize, a checkpoint in another float type) is converted
+// on the host first. A parameter alias (rows
 // of a fused weight, ir::ParamDecl::alias_of) takes no memory of its own: its address is inside the
 // parameter it names. Parameters no checkpoint holds (computed once at load by the module's @init,
 // runtime/derived_weights.h) come from a second store.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "analysis/weight_traffic.h"
 #include "emit/artifact_record.h"
 #include "emit/model_module.h"
 #include "frontend/model_source.h"
@@ -90,7 +91,9 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     if (progress) progress(line);
   };
   // Model and IR (host only).
-  AC_ASSIGN_OR_RETURN(source_, frontend::open_model(options.model, /*with_weights=*/true));
+  AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats,
+                      frontend::weight_format_options(options.compile.quantize, options.compile.dequantize, /*gpu=*/true));
+  AC_ASSIGN_OR_RETURN(source_, frontend::open_model(options.model, /*with_weights=*/true, formats));
   if (!source_.weights)
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
   if (!source_.is_language_model())
@@ -155,6 +158,9 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   AC_TRY(sampler_->configure(DeviceSampler::Use::kDecode, decode_logits, 1));
 
   info.weight_bytes = static_cast<int64_t>(weights_.bytes());
+  info.decode_weight_bytes = static_cast<int64_t>(analysis::weight_traffic(module_, "decode").bytes);
+  info.weight_formats = options.compile.quantize.empty() ? (options.compile.dequantize ? "--dequantize" : "as stored")
+                                                         : "--quantize " + options.compile.quantize;
   info.kv_cache_bytes = static_cast<int64_t>(cache_.bytes());
   info.activation_bytes = static_cast<int64_t>(prefill_->arena_bytes() + decode_->arena_bytes());
   info.workspace_bytes = static_cast<int64_t>(prefill_->workspace_bytes() + decode_->workspace_bytes());

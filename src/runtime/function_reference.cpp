@@ -1,5 +1,6 @@
 // A function's outputs from the CPU reference interpreter (include/agentcompile/function.h).
 #include "agentcompile/function.h"
+#include "frontend/weight_formats.h"
 #include "ir/interpreter.h"
 #include "runtime/function_tensors.h"
 
@@ -34,8 +35,8 @@ Expected<std::vector<Tensor>> run_function_reference(const std::filesystem::path
   ir::InterpreterOptions options;
   options.max_context = 1;
   options.threads = threads;
-  ir::Interpreter interpreter(
-      module, [store](const std::string& name, std::vector<float>& out) { return store->read_f32(name, out); }, options);
+  const frontend::InterpreterLoaders loaders = frontend::interpreter_loaders(*store);
+  ir::Interpreter interpreter(module, loaders.values, loaders.packed, options);
   AC_ASSIGN_OR_RETURN(std::vector<ir::HostTensor> results, interpreter.run(function, args));
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < results.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "frontend/weight_formats.h"
 #include "ir/verifier.h"
 #include "support/host_limits.h"
 
@@ -56,9 +57,9 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::open(const CpuBackendOptions& 
   }
 
   const frontend::WeightStore* store = backend->source_.weights.get();
-  backend->interpreter_ = std::make_unique<ir::Interpreter>(
-      module, [store](const std::string& name, std::vector<float>& out) { return store->read_f32(name, out); },
-      ir::InterpreterOptions{options.max_context, options.threads});
+  const frontend::InterpreterLoaders loaders = frontend::interpreter_loaders(*store);
+  backend->interpreter_ = std::make_unique<ir::Interpreter>(module, loaders.values, loaders.packed,
+                                                            ir::InterpreterOptions{options.max_context, options.threads});
   // One token through prefill loads every weight now rather than in the first request.
   auto warm = backend->interpreter_->run("prefill", {ir::HostTensor::from_i32({1}, {0}), ir::HostTensor::scalar_i32(0)});
   if (!warm) return warm.status().with_context("loading " + options.model.string() + " on the CPU");

@@ -138,6 +138,14 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
           }
         return error(ErrorCode::kNotFound, "no test values for parameter " + name);
       },
+      [&](const std::string& name, ir::DType, std::vector<uint8_t>& out) -> Status {  // quantized: the bytes a kernel reads
+        for (size_t p = 0; p < region_module.params.size(); ++p)
+          if (region_module.params[p].name == name) {
+            out = params[p]->bytes;
+            return Status::ok();
+          }
+        return error(ErrorCode::kNotFound, "no test bytes for parameter " + name);
+      },
       ir::InterpreterOptions{bindings.L, 0});
   std::vector<RegionCase> cases;
   for (int seed = 1; seed <= seeds; ++seed) {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "ir/quant.h"
+
 namespace agentcompile::tune {
 
 namespace {
@@ -37,6 +39,22 @@ TestTensor draw_weight(const WeightKey& key) {
     return tensor_from_values(key.dtype, key.shape, std::move(t.values));
   }
   const float scale = key.shape.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(key.shape[1])) : 0.1f;
+  if (ir::is_quantized(key.dtype) && key.shape.size() == 2) {
+    // A quantized matrix: f32 values of the same magnitudes, quantized to nearest; the values kept are
+    // the bytes' dequantization, which is what the kernels and the interpreter both read.
+    TestTensor values = random_tensor(ir::DType::kF32, key.shape, Distribution::kNormal, seed_of(key), scale);
+    const int64_t rows = key.shape[0], K = key.shape[1];
+    TestTensor t;
+    t.dtype = key.dtype;
+    t.shape = key.shape;
+    t.bytes.assign(ir::tensor_bytes(ir::TensorType{key.dtype, {ir::Dim::of(rows), ir::Dim::of(K)}}), 0);
+    t.values.resize(values.values.size());
+    // The region's weight type was verified (a row length its format stores); a failure here is a
+    // format these helpers do not quantize (GGUF blocks): the bytes stay zero and so do the values.
+    if (ir::quantize_rows(key.dtype, values.values.data(), rows, K, t.bytes.data()).is_ok())
+      (void)ir::dequantize_rows(key.dtype, t.bytes.data(), rows, K, t.values.data());
+    return t;
+  }
   return random_tensor(key.dtype, key.shape, Distribution::kNormal, seed_of(key), scale);
 }
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "frontend/dequant.h"
+#include "ir/quant.h"
 #include "frontend/gguf.h"
 #include "frontend/gguf_model.h"
 
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const GgufTensorInfo& tensor : parsed->tensors) {
     if (tensor.elements == 0 || tensor.elements > (int64_t{1} << 20)) continue;  // keep each run fast
     values.resize(static_cast<size_t>(tensor.elements));
-    const agentcompile::Status status = dequantize(tensor.dtype, data + parsed->data_offset + tensor.offset, tensor.elements,
+    const agentcompile::Status status = agentcompile::ir::dequantize(tensor.dtype, data + parsed->data_offset + tensor.offset, tensor.elements,
                                      values.data());
     if (!status.is_ok()) __builtin_trap();  // the parser promised a whole number of blocks
   }

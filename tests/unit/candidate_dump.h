@@ -114,8 +114,12 @@ struct DumpedModel {
   std::vector<DumpedCandidate> candidates;
 };
 
-inline void dump_source(const std::filesystem::path& path, const std::string& name, std::vector<DumpedModel>& out) {
-  auto source = frontend::open_model(path, /*with_weights=*/false);
+// `quantize`: the model compiled with --quantize (its linear weights in a row format, ir/quant.h).
+inline void dump_source(const std::filesystem::path& path, const std::string& name, std::vector<DumpedModel>& out,
+                        const std::string& quantize = "") {
+  auto formats = frontend::weight_format_options(quantize, false, /*gpu=*/true);
+  ASSERT_TRUE(formats.has_value()) << name << ": " << formats.status().to_string();
+  auto source = frontend::open_model(path, /*with_weights=*/false, *formats);
   ASSERT_TRUE(source.has_value()) << name << ": " << source.status().to_string();
   auto prepared = emit::model_module(*source);
   ASSERT_TRUE(prepared.has_value()) << name << ": " << prepared.status().to_string();
@@ -131,6 +135,11 @@ inline std::vector<DumpedModel> dump_corpus() {
   std::vector<DumpedModel> out;
   for (const char* config : {"qwen3-1.7b", "llama-3.2-1b", "qwen3-4b"})
     dump_source(root / "configs" / (std::string(config) + ".json"), config, out);
+  // Quantized weights (qgemv): int4 groups as the issue measures them, int8 per channel, and int4 with
+  // zero points and bf16 scales.
+  dump_source(root / "configs" / "qwen3-1.7b.json", "qwen3-1.7b-int4-g128", out, "int4:g128");
+  dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-int8", out, "int8");
+  dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-int4-g32-zp-bf16", out, "int4:g32:zp:bf16");
   std::vector<fs::path> captured;
   for (const auto& entry : fs::directory_iterator(root / "tests/fixtures/captured"))
     if (entry.is_directory()) captured.push_back(entry.path());

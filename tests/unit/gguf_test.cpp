@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/dequant.h"
+#include "ir/quant.h"
 #include "frontend/gguf.h"
 #include "frontend/gguf_model.h"
 #include "frontend/model_builder.h"
@@ -127,7 +127,8 @@ TEST(GgufDequant, MatchesGgufPyBitForBit) {
   ASSERT_TRUE(file) << file.status().to_string();
   const std::vector<std::pair<std::string, ir::DType>> cases = {
       {"f32", ir::DType::kF32},   {"f16", ir::DType::kF16},   {"bf16", ir::DType::kBF16}, {"q8_0", ir::DType::kQ8_0},
-      {"q4_0", ir::DType::kQ4_0}, {"q4_1", ir::DType::kQ4_1}, {"q4_k", ir::DType::kQ4_K}, {"q6_k", ir::DType::kQ6_K}};
+      {"q4_0", ir::DType::kQ4_0}, {"q4_1", ir::DType::kQ4_1}, {"q4_k", ir::DType::kQ4_K}, {"q5_k", ir::DType::kQ5_K},
+      {"q6_k", ir::DType::kQ6_K}};
   for (const auto& [name, dtype] : cases) {
     SCOPED_TRACE(name);
     const GgufTensorInfo* tensor = (*file)->gguf().find_tensor(name);
@@ -137,13 +138,13 @@ TEST(GgufDequant, MatchesGgufPyBitForBit) {
     const auto expected = read_f32_file(kFixtures + "quant_types." + name + ".f32");
     ASSERT_EQ(expected.size(), static_cast<size_t>(tensor->elements));
     std::vector<float> got(expected.size());
-    ASSERT_TRUE(dequantize(dtype, (*file)->bytes(*tensor), tensor->elements, got.data()).is_ok());
+    ASSERT_TRUE(ir::dequantize(dtype, (*file)->bytes(*tensor), tensor->elements, got.data()).is_ok());
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(bits(got[i]), bits(expected[i])) << "element " << i << ": " << got[i] << " vs " << expected[i];
   }
   std::vector<float> out(32);
-  EXPECT_EQ(dequantize(ir::DType::kQ4_K, nullptr, 32, out.data()).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(dequantize(ir::DType::kI32, nullptr, 0, out.data()).code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(ir::dequantize(ir::DType::kQ4_K, nullptr, 32, out.data()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ir::dequantize(ir::DType::kI32, nullptr, 0, out.data()).code(), ErrorCode::kUnsupported);
 }
 
 TEST(GgufParse, MetadataOfEveryType) {
@@ -198,7 +199,7 @@ TEST(GgufParse, MetadataOfEveryType) {
   EXPECT_EQ(b->dims, (std::vector<int64_t>{5, 2}));
   EXPECT_EQ(b->offset, 64u);
   std::vector<float> data(10);
-  ASSERT_TRUE(dequantize(b->dtype, (*file)->bytes(*b), 10, data.data()).is_ok());
+  ASSERT_TRUE(ir::dequantize(b->dtype, (*file)->bytes(*b), 10, data.data()).is_ok());
   for (int i = 0; i < 10; ++i) EXPECT_EQ(data[i], static_cast<float>(i));
 }
 
@@ -257,7 +258,7 @@ TEST(GgufStore, UndoesLlamaQkPermutation) {
   const GgufTensorInfo* q = (*file)->gguf().find_tensor("blk.0.attn_q.weight");
   ASSERT_NE(q, nullptr);
   std::vector<float> stored(32 * 32);
-  ASSERT_TRUE(dequantize(q->dtype, (*file)->bytes(*q), q->elements, stored.data()).is_ok());
+  ASSERT_TRUE(ir::dequantize(q->dtype, (*file)->bytes(*q), q->elements, stored.data()).is_ok());
   EXPECT_EQ(stored[1 * 32 + 5], 1000 + 4 + 5 / 64.0f);
   EXPECT_EQ(stored[8 * 32 + 0], 1000 + 8.0f);  // head 1 starts at row 8 in both orders
 
@@ -457,7 +458,7 @@ TEST(GgufParse, MalformedTensorInfo) {
     return b.build();
   };
   EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.type = 6; }), ErrorCode::kUnsupported,
-                    "unknown GGUF quant type 6 (Q5_0) for tensor blk.0.attn_q.weight");
+                    "unsupported GGUF quant type 6 (Q5_0) for tensor blk.0.attn_q.weight");
   EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.type = 99; }), ErrorCode::kUnsupported,
                     "unknown GGUF quant type 99 for tensor blk.0.attn_q.weight");
   EXPECT_GGUF_ERROR(with_tensor([](auto& t) { t.data.resize(100); }), ErrorCode::kParse,

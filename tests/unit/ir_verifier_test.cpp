@@ -163,7 +163,7 @@ TEST(IrVerifier, ArgumentTypes) {
   expect_rejected([](Module& m) { prefill(m).values[0].type.shape[0] = Dim::of(-4); },
                   {"function @prefill", "%tokens : i32[-4]", "negative dimension -4"});
   expect_rejected([](Module& m) { prefill(m).values[1].type.dtype = DType::kQ4_0; },
-                  {"function @prefill", "%pos : q4_0[]", "not a plain dtype"});
+                  {"function @prefill", "%pos : q4_0[]", "a weight format: only parameters and their weight nodes carry one"});
 }
 
 TEST(IrVerifier, ParamsAreStaticAndUnique) {

@@ -6,12 +6,17 @@
 // the row from there. Regions the fixed epilogues do not cover (a batched or
 // transposed matmul, a linear with any pointwise epilogue) take the "program" variant
 // (matmul_general.h): one strided-batched GEMM, then a generated row program over its fp32 product.
+// Quantized weights (int8 per channel, int4 groups: ir/quant.h) are first dequantized to x's dtype
+// by a generated kernel per linear (dequant.cuh) into the workspace, which the GEMMs read.
 // Always in the space of a matmul region, and marked as its fallback: a generated kernel is selected
 // only when it is measured faster. The record is in cublas.h; codegen/renderers/cublas.cpp writes
 // the generated kernels.
 #include "plan/families/cublas.h"
 
 #include <sstream>
+
+#include "ir/quant.h"
+#include "plan/families/qgemv.h"
 
 namespace agentcompile::plan {
 
@@ -25,6 +30,9 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
 
   std::optional<CublasMatch> match(const RegionContext& ctx) const override {
     if (auto m = match_matmul_region(ctx, TokenCount::kAny)) {
+      // Quantized weights: the row formats are dequantized into the workspace first (not GGUF blocks).
+      if (!weights_are_plain(*m) && (!qgemv_reads(m->w_dtype) || m->K % (ir::quant_layout(m->w_dtype).bits == 8 ? 16 : 32) != 0))
+        return std::nullopt;
       const auto& x = ctx.function->type(ctx.node(0).operands[0]);
       return CublasMatch{std::move(*m), x.shape[0].is_static() ? x.shape[0].value : 0};  // 0: T
     }
@@ -38,6 +46,9 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
     if (const GeneralMatmul* program = m.program())
       c.notes.push_back(std::string("library fallback: cublasGemmStridedBatchedEx, fp32 compute (no TF32)") +
                         (program->epilogue ? ", then the epilogue as a generated row program over the fp32 product" : ""));
+    else if (!weights_are_plain(*m.fixed()))
+      c.notes.push_back("library fallback: " + std::string(ir::dtype_name(m.fixed()->w_dtype)) + " weights dequantized to " +
+                        std::string(ir::dtype_name(m.fixed()->dtype)) + " in the workspace, then cublasGemmEx per linear, fp32 compute");
     else
       c.notes.push_back("library fallback: cublasGemmEx per linear, fp32 compute");
     std::vector<Choice> out;
@@ -59,6 +70,7 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
     name << "cublas_" << matmul_prologue_tag(m) << matmul_epilogue_name(m.epilogue) << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_n" << m.N << "_k" << m.K << "_m" << (rows ? std::to_string(rows) : "T");
+    if (!weights_are_plain(m)) name << "_" << ir::dtype_name(m.w_dtype);
     return name.str();
   }
 
@@ -79,6 +91,20 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       out.push_back(norm);
       a = "workspace:" + std::to_string(cublas_normalized_row_offset(m));
     }
+    // Quantized weights: a dequantize launch per linear, and the GEMMs read its rows from the workspace.
+    std::vector<std::string> weights;
+    for (size_t s = 0; s < m.segments.size(); ++s) {
+      if (weights_are_plain(m)) {
+        weights.push_back(m.segments[s].w);
+        continue;
+      }
+      Launch dequant;
+      dequant.kernel = base + "_dequant" + std::to_string(s);
+      dequant.block_x = kCublasDequantThreads;
+      dequant.grid_x = Extent{0, m.segments[s].rows, 1};
+      out.push_back(dequant);
+      weights.push_back("workspace:" + std::to_string(cublas_per_token_bytes(m)) + "+" + std::to_string(cublas_dequantized_offset(m, s)));
+    }
     auto gemm = [&](const std::string& weight, const std::string& dest, int64_t n, const std::string& c_dtype) {
       Launch l;
       l.kernel = "cublasGemmEx";
@@ -91,17 +117,18 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
     for (const MatmulSegment& segment : m.segments) has_bias |= !segment.b.empty();
     if (m.epilogue == MatmulEpilogue::kGateUp) {
       // gate and up in fp32 into the workspace: [T, N] each.
-      gemm(m.segments[0].w, "workspace:0", rows, "f32");
-      gemm(m.segments[1].w, "workspace:" + std::to_string(rows * 4), rows, "f32");
+      gemm(weights[0], "workspace:0", rows, "f32");
+      gemm(weights[1], "workspace:" + std::to_string(rows * 4), rows, "f32");
     } else if (cublas_bias_in_fp32(m)) {
       // Each segment's fp32 product: [T, rows_s] after the segments before it.
       int64_t offset = 0;
-      for (const MatmulSegment& segment : m.segments) {
-        gemm(segment.w, "workspace:" + std::to_string(offset), segment.rows, "f32");
-        offset += segment.rows * 4;
+      for (size_t s = 0; s < m.segments.size(); ++s) {
+        gemm(weights[s], "workspace:" + std::to_string(offset), m.segments[s].rows, "f32");
+        offset += m.segments[s].rows * 4;
       }
     } else {
-      for (const MatmulSegment& segment : m.segments) gemm(segment.w, segment.y, segment.rows, std::string(ir::dtype_name(m.out_dtype)));
+      for (size_t s = 0; s < m.segments.size(); ++s)
+        gemm(weights[s], m.segments[s].y, m.segments[s].rows, std::string(ir::dtype_name(m.out_dtype)));
     }
     if (m.epilogue == MatmulEpilogue::kGateUp || m.epilogue == MatmulEpilogue::kResidual || has_bias) {
       Launch epilogue;
@@ -117,12 +144,14 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
   // Per token: the fp32 gate and up results (gate_up), then the normalized row (a norm prologue).
   int64_t workspace_bytes_per_token(const CublasConfig& config) const override {
     if (const GeneralMatmul* g = config.match.program()) return general_matmul_workspace_per_token(*g);
-    const MatmulMatch& m = *config.match.fixed();
-    return cublas_normalized_row_offset(m) + (m.norm ? m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0);
+    return cublas_per_token_bytes(*config.match.fixed());
   }
+  // The dequantized weights of a quantized match.
   int64_t workspace_bytes_fixed(const CublasConfig& config) const override {
     const GeneralMatmul* g = config.match.program();
-    return g ? general_matmul_workspace_fixed(*g) : 0;
+    if (g) return general_matmul_workspace_fixed(*g);
+    const MatmulMatch& m = *config.match.fixed();
+    return weights_are_plain(m) ? 0 : cublas_dequantized_offset(m, m.segments.size());
   }
 };
 
@@ -139,6 +168,17 @@ bool cublas_bias_in_fp32(const MatmulMatch& m) {
 int64_t cublas_normalized_row_offset(const MatmulMatch& m) {
   if (m.epilogue == MatmulEpilogue::kGateUp) return 2 * m.N * 4;
   return cublas_bias_in_fp32(m) ? m.N * 4 : 0;
+}
+
+int64_t cublas_per_token_bytes(const MatmulMatch& m) {
+  return cublas_normalized_row_offset(m) + (m.norm ? m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0);
+}
+
+int64_t cublas_dequantized_offset(const MatmulMatch& m, size_t segment) {
+  int64_t offset = 0;
+  for (size_t s = 0; s < segment && s < m.segments.size(); ++s)
+    offset += (m.segments[s].rows * m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)) + 255) / 256 * 256;
+  return offset;
 }
 
 Match CublasConfig::match_view() const {

@@ -42,4 +42,12 @@ bool cublas_bias_in_fp32(const MatmulMatch& match);
 // the fp32 gate and up results of a gate_up epilogue, or the fp32 products of a bias in fp32.
 int64_t cublas_normalized_row_offset(const MatmulMatch& match);
 
+// Quantized weights (a row format, qgemv_reads): each linear's weight is dequantized to x's dtype
+// into the workspace's fixed part, after the per-token part, and its GEMM reads it from there.
+// Bytes per token before the fixed part, and the start of segment `s`'s rows within the fixed part.
+int64_t cublas_per_token_bytes(const MatmulMatch& match);
+int64_t cublas_dequantized_offset(const MatmulMatch& match, size_t segment);
+// Threads of a dequantize launch (one block per weight row).
+constexpr int kCublasDequantThreads = 256;
+
 }  // namespace agentcompile::plan

@@ -121,6 +121,7 @@ class GemmFamily final : public TypedFamily<GemmMatch, GemmConfig> {
     auto base = match_matmul_region(ctx, TokenCount::kAny);
     if (!base) return match_program(ctx);
     const MatmulMatch& m = *base;
+    if (!weights_are_plain(m)) return std::nullopt;  // quantized weights: qgemv
     if (m.norm) return std::nullopt;  // a norm prologue is a one-token (GEMV) fusion
     // What the tensor-core tiles add to the shared matcher: 16-bit inputs, K in mma steps, column pairs
     // that never straddle a segment edge, one dtype through the epilogue, and nothing else escaping.

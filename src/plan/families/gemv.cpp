@@ -22,7 +22,7 @@ class GemvFamily final : public TypedFamily<MatmulMatch, GemvConfig> {
 
   std::optional<MatmulMatch> match(const RegionContext& ctx) const override {
     auto m = match_matmul_region(ctx, TokenCount::kOne);
-    if (!m || m->dtype == ir::DType::kF32) return std::nullopt;
+    if (!m || m->dtype == ir::DType::kF32 || !weights_are_plain(*m)) return std::nullopt;  // quantized weights: qgemv
     return m;
   }
 

@@ -46,6 +46,7 @@ std::optional<GeneralMatmul> match_general_matmul(const RegionContext& ctx) {
   if (node.op != OpKind::kLinear && node.op != OpKind::kMatmul) return std::nullopt;
   const ir::TensorType& out = f.type(node.result);
   if (!ir::is_float(out.dtype)) return std::nullopt;
+  if (ir::is_quantized(f.type(node.operands[1]).dtype)) return std::nullopt;  // the GEMM reads plain weights
 
   GeneralMatmul m;
   m.dtype = out.dtype;

@@ -131,6 +131,9 @@ std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCo
   for (size_t i = 0; i < linears; ++i) {
     const ir::Node& lin = ctx.node(static_cast<int>(first_linear + i));
     if (lin.operands[0] != first.operands[0]) return std::nullopt;  // horizontal fusion reads one input
+    const ir::DType w_dtype = ctx.function->type(lin.operands[1]).dtype;
+    if (i == 0) m.w_dtype = w_dtype;
+    else if (w_dtype != m.w_dtype) return std::nullopt;  // one weight format per kernel
     MatmulSegment& segment = m.segments.emplace_back();
     segment.w = ctx.slot_of(lin.operands[1]);
     if (lin.operands.size() == 3 && (segment.b = ctx.slot_of(lin.operands[2])).empty()) return std::nullopt;  // a bias from inside
@@ -197,6 +200,7 @@ void add_matmul_view(const MatmulMatch& mm, Match& m) {
   m.facts["K"] = mm.K;
   m.facts["N"] = mm.N;
   m.roles["x"] = mm.x;
+  if (ir::is_quantized(mm.w_dtype)) m.facts["w_format"] = static_cast<int64_t>(mm.w_dtype);
   if (mm.gate_act != GateActivation::kSilu) m.facts["gate_act"] = static_cast<int64_t>(mm.gate_act);
   if (mm.norm) {
     if (mm.norm_f32) m.facts["norm_f32"] = 1;

@@ -14,7 +14,8 @@
 // The serialized view (add_matmul_view): roles x, w0..w2, b0..b2 (biases), y0..y2, residual, norm_w,
 // skip, post_w, h; facts K, N (total rows, or the gate rows), rows0..rows2, gate_act (GateActivation)
 // where the activation is not SiLU, norm = 1 and norm_eps_bits (the float's bits), norm_f32 = 1,
-// post_norm = 1 and post_eps_bits.
+// post_norm = 1 and post_eps_bits, w_format (the weights' ir::DType) where the weights are quantized.
+// Families that read weights as `dtype` take only matches whose w_dtype is `dtype` (weights_are_plain).
 #pragma once
 
 #include <optional>
@@ -54,8 +55,9 @@ struct ResidualNormPrologue {
 };
 
 struct MatmulMatch {
-  ir::DType dtype = ir::DType::kF16;      // x and the weights
+  ir::DType dtype = ir::DType::kF16;      // x (and the weights, unless they are quantized)
   ir::DType out_dtype = ir::DType::kF16;  // the outputs
+  ir::DType w_dtype = ir::DType::kF16;    // every linear's weight: `dtype`, or one quantized format (ir/quant.h)
   MatmulEpilogue epilogue = MatmulEpilogue::kPlain;
   GateActivation gate_act = GateActivation::kSilu;
   int64_t K = 0;
@@ -69,6 +71,9 @@ struct MatmulMatch {
 };
 
 std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCount tokens);
+
+// The weights are of x's dtype (not a quantized format): what the f16/bf16/f32 matmul kernels read.
+inline bool weights_are_plain(const MatmulMatch& match) { return !ir::is_quantized(match.w_dtype); }
 
 // The serialized view: the variant ("plain", "multi", "residual", "gate_up"), dtypes, roles and facts.
 void add_matmul_view(const MatmulMatch& match, Match& view);

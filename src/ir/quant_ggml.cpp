@@ -1,9 +1,9 @@
-// Dequantization of ggml block formats to f32.
+// Dequantization of ggml block formats (GGUF's tensor types) to f32.
 //
 // Each function mirrors gguf-py's numpy code operation for operation: the scale products are rounded
 // to f32 before they meet the quants (Q4_K: (d·sc)·q − dmin·m; Q6_K: (d·sc)·q), so a compiler must not
 // fuse a multiply and an add into an FMA here; the exact-match tests in gguf_test.cpp would catch it.
-#include "frontend/dequant.h"
+#include "ir/quant.h"
 
 #include <cstring>
 #include <string>
@@ -15,14 +15,14 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-namespace agentcompile::frontend {
+namespace agentcompile::ir {
 
 namespace {
 
 float load_f16(const uint8_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, sizeof(bits));
-  return ir::half_to_float(bits);
+  return half_to_float(bits);
 }
 
 // Q8_0, 34 bytes per 32: f16 d | int8 q[32]; x = q·d.
@@ -61,6 +61,19 @@ void dequant_q4_1(const uint8_t* src, int64_t blocks, float* dst) {
   }
 }
 
+// The 6-bit scale and min of sub-block j from the 12 bytes Q4_K and Q5_K pack them in: packed[0..3]
+// hold sc 0-3 in the low 6 bits and the top 2 bits of sc 4-7 above them; packed[4..7] the same for
+// the mins; packed[8..11] the low 4 bits of sc 4-7 (low nibble) and of mins 4-7 (high nibble).
+void k_scale_min(const uint8_t* packed, int j, int& sc, int& mn) {
+  if (j < 4) {
+    sc = packed[j] & 0x3f;
+    mn = packed[j + 4] & 0x3f;
+  } else {
+    sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 2) & 0x30);
+    mn = (packed[j + 4] >> 4) | ((packed[j] >> 2) & 0x30);
+  }
+}
+
 // Q4_K, 144 bytes per 256: f16 d | f16 dmin | 12 bytes of eight 6-bit scales and eight 6-bit mins |
 // 128 bytes of nibbles. Sub-block j (32 elements) reads the low (j even) or high (j odd) nibbles of
 // bytes [32·(j/2), 32·(j/2) + 32); x = (d·sc_j)·q − dmin·m_j.
@@ -68,25 +81,43 @@ void dequant_q4_k(const uint8_t* src, int64_t blocks, float* dst) {
   for (int64_t b = 0; b < blocks; ++b, src += 144, dst += 256) {
     const float d = load_f16(src);
     const float dmin = load_f16(src + 2);
-    // packed[0..3]: sc 0-3 in the low 6 bits, the top 2 bits of sc 4-7 above them; packed[4..7]: the
-    // same for the mins; packed[8..11]: the low 4 bits of sc 4-7 (low nibble) and of mins 4-7 (high).
     const uint8_t* packed = src + 4;
     const uint8_t* qs = src + 16;
     for (int j = 0; j < 8; ++j) {
       int sc, mn;
-      if (j < 4) {
-        sc = packed[j] & 0x3f;
-        mn = packed[j + 4] & 0x3f;
-      } else {
-        sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 2) & 0x30);
-        mn = (packed[j + 4] >> 4) | ((packed[j] >> 2) & 0x30);
-      }
+      k_scale_min(packed, j, sc, mn);
       const float scale = d * static_cast<float>(sc);
       const float offset = dmin * static_cast<float>(mn);
       const uint8_t* q = qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
       for (int i = 0; i < 32; ++i) {
         const float scaled = scale * static_cast<float>((q[i] >> shift) & 0x0f);
+        dst[32 * j + i] = scaled - offset;
+      }
+    }
+  }
+}
+
+// Q5_K, 176 bytes per 256: f16 d | f16 dmin | 12 bytes of scales and mins as in Q4_K | qh[32] |
+// qs[128]. Sub-block j takes its low four bits as Q4_K's sub-block j does and its fifth bit from
+// bit j of qh[i] (i the element's index within the sub-block); x = (d·sc_j)·q − dmin·m_j.
+void dequant_q5_k(const uint8_t* src, int64_t blocks, float* dst) {
+  for (int64_t b = 0; b < blocks; ++b, src += 176, dst += 256) {
+    const float d = load_f16(src);
+    const float dmin = load_f16(src + 2);
+    const uint8_t* packed = src + 4;
+    const uint8_t* qh = src + 16;
+    const uint8_t* qs = src + 48;
+    for (int j = 0; j < 8; ++j) {
+      int sc, mn;
+      k_scale_min(packed, j, sc, mn);
+      const float scale = d * static_cast<float>(sc);
+      const float offset = dmin * static_cast<float>(mn);
+      const uint8_t* q = qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int i = 0; i < 32; ++i) {
+        const int value = ((q[i] >> shift) & 0x0f) | (((qh[i] >> j) & 1) << 4);
+        const float scaled = scale * static_cast<float>(value);
         dst[32 * j + i] = scaled - offset;
       }
     }
@@ -115,37 +146,41 @@ void dequant_q6_k(const uint8_t* src, int64_t blocks, float* dst) {
 
 }  // namespace
 
-Status dequantize(ir::DType type, const uint8_t* src, int64_t count, float* dst) {
-  const auto block = static_cast<int64_t>(ir::block_elements(type));
+Status dequantize(DType type, const uint8_t* src, int64_t count, float* dst) {
+  const QuantLayout::Kind kind = quant_layout(type).kind;
+  if (kind == QuantLayout::Kind::kInt8Channel || kind == QuantLayout::Kind::kInt4Group)
+    return error(ErrorCode::kInvalidArgument, "dequantize: " + std::string(dtype_name(type)) +
+                                                  " stores rows with their scales; dequantize_rows takes the row length");
+  const auto block = static_cast<int64_t>(block_elements(type));
   if (count < 0 || count % block != 0)
     return error(ErrorCode::kInvalidArgument, "dequantize: " + std::to_string(count) + " elements of " +
-                                                  std::string(ir::dtype_name(type)) + " is not a whole number of " +
+                                                  std::string(dtype_name(type)) + " is not a whole number of " +
                                                   std::to_string(block) + "-element blocks");
   const int64_t blocks = count / block;
   switch (type) {
-    case ir::DType::kF32:
+    case DType::kF32:
       if (count > 0) std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
       return Status::ok();
-    case ir::DType::kF16:
+    case DType::kF16:
       for (int64_t i = 0; i < count; ++i) dst[i] = load_f16(src + 2 * i);
       return Status::ok();
-    case ir::DType::kBF16:
+    case DType::kBF16:
       for (int64_t i = 0; i < count; ++i) {
         uint16_t bits;
         std::memcpy(&bits, src + 2 * i, sizeof(bits));
-        dst[i] = ir::bf16_to_float(bits);
+        dst[i] = bf16_to_float(bits);
       }
       return Status::ok();
-    case ir::DType::kQ8_0: dequant_q8_0(src, blocks, dst); return Status::ok();
-    case ir::DType::kQ4_0: dequant_q4_0(src, blocks, dst); return Status::ok();
-    case ir::DType::kQ4_1: dequant_q4_1(src, blocks, dst); return Status::ok();
-    case ir::DType::kQ4_K: dequant_q4_k(src, blocks, dst); return Status::ok();
-    case ir::DType::kQ6_K: dequant_q6_k(src, blocks, dst); return Status::ok();
-    case ir::DType::kI32:
-    case ir::DType::kI64: break;
+    case DType::kQ8_0: dequant_q8_0(src, blocks, dst); return Status::ok();
+    case DType::kQ4_0: dequant_q4_0(src, blocks, dst); return Status::ok();
+    case DType::kQ4_1: dequant_q4_1(src, blocks, dst); return Status::ok();
+    case DType::kQ4_K: dequant_q4_k(src, blocks, dst); return Status::ok();
+    case DType::kQ5_K: dequant_q5_k(src, blocks, dst); return Status::ok();
+    case DType::kQ6_K: dequant_q6_k(src, blocks, dst); return Status::ok();
+    default: break;
   }
   return error(ErrorCode::kUnsupported,
-               "dequantize: " + std::string(ir::dtype_name(type)) + " is not a floating-point storage type");
+               "dequantize: " + std::string(dtype_name(type)) + " is not a floating-point storage type");
 }
 
-}  // namespace agentcompile::frontend
+}  // namespace agentcompile::ir

@@ -1,0 +1,236 @@
+// Parameter storage formats (see weight_formats.h): which parameters keep GGUF blocks or are
+// quantized, the --quantize grammar, and a quantized parameter's bytes.
+#include "frontend/weight_formats.h"
+
+#include <set>
+
+namespace agentcompile::frontend {
+
+namespace {
+
+using ir::DType;
+
+struct FormatChoice {
+  const char* words;  // one of the group sizes and scale types
+  int64_t group;
+  bool zero_points;
+  bool bf16;
+  DType dtype;
+};
+
+constexpr FormatChoice kInt4[] = {
+    {"g32", 32, false, false, DType::kI4G32_F16},     {"g32", 32, false, true, DType::kI4G32_BF16},
+    {"g64", 64, false, false, DType::kI4G64_F16},     {"g64", 64, false, true, DType::kI4G64_BF16},
+    {"g128", 128, false, false, DType::kI4G128_F16},  {"g128", 128, false, true, DType::kI4G128_BF16},
+    {"g32", 32, true, false, DType::kI4G32Z_F16},     {"g32", 32, true, true, DType::kI4G32Z_BF16},
+    {"g64", 64, true, false, DType::kI4G64Z_F16},     {"g64", 64, true, true, DType::kI4G64Z_BF16},
+    {"g128", 128, true, false, DType::kI4G128Z_F16},  {"g128", 128, true, true, DType::kI4G128Z_BF16},
+};
+
+Status bad_spec(const std::string& text, const std::string& why) {
+  return error(ErrorCode::kInvalidArgument, "--quantize '" + text + "': " + why +
+                                                " (expected int8[:bf16] or int4[:g32|:g64|:g128][:zp][:bf16], e.g. int4:g128)");
+}
+
+// How each parameter is read, over every function: (op, operand index) pairs, and whether a linear
+// reading it produces a function result (through float casts at most).
+struct ParamReads {
+  std::set<std::pair<ir::OpKind, size_t>> reads;
+  bool output_projection = false;
+};
+
+bool reaches_result(const ir::Function& f, ir::ValueId value, const std::vector<std::vector<size_t>>& readers) {
+  for (ir::ValueId result : f.results)
+    if (result == value) return true;
+  for (size_t reader : readers[static_cast<size_t>(value)]) {
+    const ir::Node& node = f.nodes[reader];
+    if (node.op == ir::OpKind::kCast && ir::is_float(f.type(node.result).dtype) && reaches_result(f, node.result, readers)) return true;
+  }
+  return false;
+}
+
+std::map<std::string, ParamReads> param_reads(const ir::Module& module) {
+  std::map<std::string, ParamReads> out;
+  for (const ir::Function& f : module.functions) {
+    std::vector<std::vector<size_t>> readers(f.values.size());
+    for (size_t i = 0; i < f.nodes.size(); ++i)
+      for (ir::ValueId operand : f.nodes[i].operands) readers[static_cast<size_t>(operand)].push_back(i);
+    for (const ir::Node& node : f.nodes) {
+      if (node.op != ir::OpKind::kWeight) continue;
+      ParamReads& reads = out[node.string_attr("name")];
+      for (size_t reader : readers[static_cast<size_t>(node.result)]) {
+        const ir::Node& user = f.nodes[reader];
+        for (size_t i = 0; i < user.operands.size(); ++i)
+          if (user.operands[i] == node.result) reads.reads.insert({user.op, i});
+        if (user.op == ir::OpKind::kLinear && user.operands[1] == node.result && reaches_result(f, user.result, readers))
+          reads.output_projection = true;
+      }
+    }
+  }
+  return out;
+}
+
+bool only_reads(const ParamReads& reads, std::initializer_list<std::pair<ir::OpKind, size_t>> allowed) {
+  if (reads.reads.empty()) return false;
+  for (const auto& read : reads.reads) {
+    bool ok = false;
+    for (const auto& a : allowed) ok |= read == a;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Declares `param` in `format`: the parameter, every weight node that reads it, and (with `row_dtype`)
+// attr dtype on the embeddings that gather its rows, which keep returning the float type they did.
+void set_format(ir::Module& module, ir::ParamDecl& param, DType format) {
+  const DType before = param.type.dtype;
+  param.type.dtype = format;
+  for (ir::Function& f : module.functions)
+    for (const ir::Node& node : f.nodes) {
+      if (node.op != ir::OpKind::kWeight || node.string_attr("name") != param.name) continue;
+      f.values[static_cast<size_t>(node.result)].type.dtype = format;
+      for (ir::Node& user : f.nodes)
+        if (user.op == ir::OpKind::kEmbedding && user.operands[0] == node.result)
+          user.attrs["dtype"] = std::string(ir::dtype_name(before));
+    }
+}
+
+std::set<std::string> aliased(const ir::Module& module) {
+  std::set<std::string> names;
+  for (const ir::ParamDecl& p : module.params)
+    if (p.is_alias()) names.insert(p.name), names.insert(p.alias_of);
+  return names;
+}
+
+}  // namespace
+
+std::string WeightFormatOptions::tag() const {
+  if (dequantize) return "dequantized";
+  if (!quantize) return "";
+  std::string text = quantize_spec_text(*quantize);
+  for (char& c : text)
+    if (c == ':') c = '-';
+  return text;
+}
+
+Expected<DType> parse_quantize_spec(const std::string& text) {
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t colon = text.find(':', at);
+    parts.push_back(text.substr(at, colon - at));
+    if (colon == std::string::npos) break;
+    at = colon + 1;
+  }
+  const std::string& kind = parts[0];
+  if (kind != "int8" && kind != "int4") return bad_spec(text, "the format must be int8 or int4");
+  std::string group;
+  bool zero_points = false, bf16 = false;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part == "bf16" && !bf16) {
+      bf16 = true;
+    } else if (part == "zp" && !zero_points && kind == "int4") {
+      zero_points = true;
+    } else if (part.size() > 1 && part[0] == 'g' && group.empty() && kind == "int4") {
+      group = part;
+      if (group != "g32" && group != "g64" && group != "g128")
+        return bad_spec(text, "the group size must be 32, 64 or 128, not " + part.substr(1));
+    } else {
+      return bad_spec(text, "'" + part + "' is not an option of " + kind + " here");
+    }
+  }
+  if (kind == "int8") return bf16 ? DType::kI8_BF16 : DType::kI8_F16;
+  if (group.empty()) group = "g128";
+  for (const FormatChoice& choice : kInt4)
+    if (group == choice.words && choice.zero_points == zero_points && choice.bf16 == bf16) return choice.dtype;
+  return bad_spec(text, "no such format");
+}
+
+std::string quantize_spec_text(DType format) {
+  const ir::QuantLayout layout = ir::quant_layout(format);
+  const std::string scale = layout.scale == DType::kBF16 ? ":bf16" : "";
+  if (layout.kind == ir::QuantLayout::Kind::kInt8Channel) return "int8" + scale;
+  return "int4:g" + std::to_string(layout.group) + (layout.zero_points ? ":zp" : "") + scale;
+}
+
+bool gpu_reads_natively(DType format) {
+  const ir::QuantLayout::Kind kind = ir::quant_layout(format).kind;
+  return kind == ir::QuantLayout::Kind::kInt8Channel || kind == ir::QuantLayout::Kind::kInt4Group;
+}
+
+Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu) {
+  WeightFormatOptions options;
+  options.dequantize = dequantize;
+  options.gpu = gpu;
+  if (!quantize.empty()) {
+    AC_ASSIGN_OR_RETURN(options.quantize, parse_quantize_spec(quantize));
+    if (dequantize) return error(ErrorCode::kInvalidArgument, "--quantize and --dequantize exclude each other");
+  }
+  return options;
+}
+
+Status apply_weight_formats(ir::Module& module, const std::map<std::string, DType>& stored, const WeightFormatOptions& options,
+                            const std::string& source) {
+  if (options.dequantize || (stored.empty() && !options.quantize)) return Status::ok();
+  const std::map<std::string, ParamReads> reads = param_reads(module);
+  const std::set<std::string> in_alias = aliased(module);
+  for (ir::ParamDecl& param : module.params) {
+    const auto it = reads.find(param.name);
+    if (it == reads.end() || in_alias.count(param.name) || param.type.shape.size() != 2) continue;
+    const ParamReads& how = it->second;
+    DType format = param.type.dtype;
+    if (const auto kept = stored.find(param.name); kept != stored.end() && !options.quantize) {
+      if (!only_reads(how, {{ir::OpKind::kLinear, 1}, {ir::OpKind::kEmbedding, 0}})) continue;  // dequantized at load
+      if (options.gpu && !gpu_reads_natively(kept->second)) continue;                         // no GPU kernel reads it yet
+      format = kept->second;
+    } else if (options.quantize) {
+      if (!only_reads(how, {{ir::OpKind::kLinear, 1}}) || how.output_projection) continue;
+      format = *options.quantize;
+    } else {
+      continue;
+    }
+    if (std::string problem = ir::row_length_problem(format, param.type.shape[1].value); !problem.empty())
+      return error(ErrorCode::kInvalidArgument, source + ": " + param.name + " " + param.type.to_string() + " cannot be stored as " +
+                                                    std::string(ir::dtype_name(format)) + ": " + problem +
+                                                    (options.quantize ? " (choose a group size that divides " +
+                                                                            std::to_string(param.type.shape[1].value) + ")"
+                                                                      : ""));
+    set_format(module, param, format);
+  }
+  return Status::ok();
+}
+
+Status read_packed(const WeightStore& store, const std::string& name, DType format, std::vector<uint8_t>& out, ir::QuantError* error_out) {
+  const TensorInfo* info = store.find(name);
+  if (!info) return error(ErrorCode::kNotFound, store.source() + ": no tensor " + store.tensor_label(name));
+  ir::TensorType type{format, {}};
+  for (int64_t dim : info->shape) type.shape.push_back(ir::Dim::of(dim));
+  const std::string at = store.source() + ": tensor " + store.tensor_label(name) + " as " + type.to_string();
+  if (!ir::is_quantized(format) || type.shape.size() != 2) return error(ErrorCode::kInvalidArgument, at + ": not a quantized matrix");
+  if (std::string problem = ir::row_length_problem(format, info->shape[1]); !problem.empty())
+    return error(ErrorCode::kInvalidArgument, at + ": " + problem);
+  if (info->dtype == format) {
+    AC_TRY(store.read_stored(name, format, out));
+    if (error_out) *error_out = {};
+    if (out.size() != ir::tensor_bytes(type))
+      return error(ErrorCode::kMismatch, at + ": the file holds " + std::to_string(out.size()) + " bytes, the format needs " +
+                                             std::to_string(ir::tensor_bytes(type)));
+    return Status::ok();
+  }
+  if (ir::quant_layout(format).kind == ir::QuantLayout::Kind::kGgml)
+    return error(ErrorCode::kMismatch, at + ": the file stores it as " + std::string(ir::dtype_name(info->dtype)));
+  std::vector<float> values;
+  AC_TRY(store.read_f32(name, values));
+  const int64_t rows = info->shape[0], K = info->shape[1];
+  if (static_cast<int64_t>(values.size()) != rows * K)
+    return error(ErrorCode::kMismatch, at + ": the store gave " + std::to_string(values.size()) + " values");
+  out.assign(ir::tensor_bytes(type), 0);
+  return ir::quantize_rows(format, values.data(), rows, K, out.data(), error_out).with_context(at);
+}
+
+InterpreterLoaders interpreter_loaders(const WeightStore& store) {
+  return {[&store](const std::string& name, std::vector<float>& out) { return store.read_f32(name, out); },
+          [&store](const std::string& name, DType format, std::vector<uint8_t>& out) { return read_packed(store, name, format, out); }};
+}
+
+}  // namespace agentcompile::frontend

@@ -1,0 +1,76 @@
+// Quantized weight formats: how a tensor of each format is laid out in bytes, its exact
+// dequantization (what the reference interpreter computes and every kernel is validated against),
+// and round-to-nearest quantization into the formats a checkpoint can be quantized to at compile time.
+//
+// A quantized tensor is a weight [..., K] stored as consecutive rows of K elements (the leading dims
+// flattened), each row in row_bytes(format, K) bytes, so any run of rows is a contiguous byte range
+// (a fused QKV weight's parts are rows of it: ir::ParamDecl::alias_of).
+//
+// GGUF blocks (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k) are llama.cpp's: a row is K / block blocks, each
+// block laid out as ggml lays it out (ir/quant_ggml.cpp says how), and dequantization is gguf-py's
+// `gguf.quants.dequantize`, operation for operation in f32, so the two agree bit for bit.
+//
+// The row formats (i8_*, i4*), with S the scale type (f16 or bf16, the suffix) and rows padded with
+// zero bytes to a multiple of 16 so every row starts 16-byte aligned (128-bit loads):
+//   i8_S        K int8 q_k (two's complement) | one scale s            x_k = s·q_k
+//   i4gG_S      K/2 bytes of nibbles | K/G scales s_g                  x_k = s_g·(n_k − 8)
+//   i4gGz_S     K/2 bytes of nibbles | K/G scales s_g | K/G bytes z_g  x_k = s_g·(n_k − z_g)
+// where element k's nibble n_k is the low half of byte k/2 for even k and the high half for odd k
+// (GPTQ's order within a byte), g = k / G, and each product is one f32 multiply of s (widened
+// exactly from S) by the small integer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agentcompile/status.h"
+#include "ir/dtype.h"
+#include "ir/shape.h"
+
+namespace agentcompile::ir {
+
+// What a format is made of, for code that must know its parts (kernels, reports).
+struct QuantLayout {
+  enum class Kind { kPlain, kGgml, kInt8Channel, kInt4Group } kind = Kind::kPlain;
+  int bits = 0;             // bits per quantized element (8, 4, 5, 6 for the GGUF types)
+  int64_t group = 0;        // elements per scale (per block for GGUF); 0: the whole row (i8_*)
+  DType scale = DType::kF16;
+  bool zero_points = false;
+};
+QuantLayout quant_layout(DType dtype);
+
+// An empty string when rows of K elements can be stored in `dtype`, else why not ("rows of 576
+// elements are not a whole number of 128-element groups").
+std::string row_length_problem(DType dtype, int64_t K);
+// Bytes of one row of K elements (K must pass row_length_problem).
+int64_t row_bytes(DType dtype, int64_t K);
+// Bytes of a static tensor of any dtype: elements × size for plain ones, rows × row_bytes for
+// quantized ones (the last dim is K; a rank-0 or empty tensor holds 0 rows).
+uint64_t tensor_bytes(const TensorType& type);
+
+// Dequantizes `rows` rows of K elements of `dtype` (any float or quantized type) at `src` into f32
+// at `dst` (rows × K values). `src` holds rows × row_bytes(dtype, K) bytes.
+Status dequantize_rows(DType dtype, const uint8_t* src, int64_t rows, int64_t K, float* dst);
+
+// The same for storage addressed by element count (plain types and GGUF blocks, whose rows need no
+// length: `count` a multiple of the block). The GGUF reader's entry point.
+Status dequantize(DType dtype, const uint8_t* src, int64_t count, float* dst);
+
+// How far a quantized tensor lies from the values it was made from.
+struct QuantError {
+  double max_abs = 0;   // max |x − dequantized x|
+  double rel_rms = 0;   // ‖x − dequantized x‖₂ / ‖x‖₂ (0 for an all-zero tensor)
+};
+
+// Round-to-nearest quantization of `rows` rows of K f32 values into a row format (i8_*, i4*):
+//   i8_S      s = S(max|x| / 127), q = clamp(rint(x / s), −127, 127)
+//   i4gG_S    per group: s = S(max|x| / 7), n = clamp(rint(x / s), −8, 7) + 8
+//   i4gGz_S   per group: lo = min(min x, 0), hi = max(max x, 0), s = S((hi − lo) / 15),
+//             z = clamp(rint(−lo / s), 0, 15), n = clamp(rint(x / s) + z, 0, 15)
+// in f32, where S(v) rounds to the scale type (nearest even) and x / s divides by the rounded scale;
+// a scale of 0 (an all-zero group) stores q = 0 (n = 8, or z = 0 and n = 0). rint rounds half to even.
+// Errors: a value that is not finite, a scale that overflows f16 (say: use bf16 scales), a format
+// that is not a row format, or a K it cannot store. `error`, when given, receives the tensor's error.
+Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uint8_t* dst, QuantError* error = nullptr);
+
+}  // namespace agentcompile::ir

@@ -1,0 +1,236 @@
+// The row formats (i8_*, i4*): their layout, exact dequantization and round-to-nearest quantization;
+// and the byte sizes of every quantized tensor (ir/quant.h defines the formats).
+//
+// Quantization and dequantization are written as the definitions in quant.h read, one f32 operation
+// at a time, so an independent implementation (python/make_quant_fixtures.py, numpy) reproduces the
+// bytes exactly; a compiler must not contract a multiply and an add here.
+#include "ir/quant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace agentcompile::ir {
+
+namespace {
+
+constexpr int64_t kRowAlignment = 16;
+
+int64_t align_row(int64_t bytes) { return (bytes + kRowAlignment - 1) / kRowAlignment * kRowAlignment; }
+
+bool is_row_format(const QuantLayout& layout) {
+  return layout.kind == QuantLayout::Kind::kInt8Channel || layout.kind == QuantLayout::Kind::kInt4Group;
+}
+
+float load_scale(DType scale, const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return scale == DType::kF16 ? half_to_float(bits) : bf16_to_float(bits);
+}
+
+uint16_t scale_bits(DType scale, float value) { return scale == DType::kF16 ? float_to_half(value) : float_to_bf16(value); }
+
+// Where the parts of a row lie: nibbles or int8 values from 0, the scales, the zero points.
+struct RowParts {
+  int64_t groups = 1;
+  int64_t scales_at = 0;
+  int64_t zeros_at = 0;
+  int64_t bytes = 0;
+};
+
+RowParts row_parts(const QuantLayout& layout, int64_t K) {
+  RowParts parts;
+  parts.groups = layout.kind == QuantLayout::Kind::kInt8Channel ? 1 : K / layout.group;
+  parts.scales_at = layout.kind == QuantLayout::Kind::kInt8Channel ? K : K / 2;
+  parts.zeros_at = parts.scales_at + 2 * parts.groups;
+  parts.bytes = align_row(parts.zeros_at + (layout.zero_points ? parts.groups : 0));
+  return parts;
+}
+
+void dequantize_row(const QuantLayout& layout, const RowParts& parts, const uint8_t* row, int64_t K, float* out) {
+  if (layout.kind == QuantLayout::Kind::kInt8Channel) {
+    const float s = load_scale(layout.scale, row + parts.scales_at);
+    for (int64_t k = 0; k < K; ++k) out[k] = s * static_cast<float>(static_cast<int8_t>(row[k]));
+    return;
+  }
+  const int64_t group = layout.group;
+  for (int64_t g = 0; g < parts.groups; ++g) {
+    const float s = load_scale(layout.scale, row + parts.scales_at + 2 * g);
+    const int zero = layout.zero_points ? row[parts.zeros_at + g] : 8;
+    for (int64_t k = g * group; k < (g + 1) * group; ++k) {
+      const int nibble = (row[k / 2] >> (4 * (k % 2))) & 0x0f;
+      out[k] = s * static_cast<float>(nibble - zero);
+    }
+  }
+}
+
+// The stored scale for `value` (already divided by the quant range), or an error when it is not
+// finite in the scale type.
+Expected<float> stored_scale(DType scale, float value, const std::string& where) {
+  const float stored = scale == DType::kF16 ? half_to_float(float_to_half(value)) : bf16_to_float(float_to_bf16(value));
+  if (!std::isfinite(stored))
+    return error(ErrorCode::kInvalidArgument, where + ": the scale " + std::to_string(value) +
+                                                  " overflows f16; quantize with bf16 scales");
+  return stored;
+}
+
+float clamp_rint(float value, float lo, float hi) { return std::min(std::max(std::nearbyint(value), lo), hi); }
+
+Status quantize_row(const QuantLayout& layout, const RowParts& parts, const float* x, int64_t K, uint8_t* row,
+                    const std::string& where) {
+  std::memset(row, 0, static_cast<size_t>(parts.bytes));
+  const int64_t group = layout.kind == QuantLayout::Kind::kInt8Channel ? K : layout.group;
+  for (int64_t g = 0; g < parts.groups; ++g) {
+    const float* v = x + g * group;
+    float amax = 0, lo = 0, hi = 0;
+    for (int64_t i = 0; i < group; ++i) {
+      if (!std::isfinite(v[i]))
+        return error(ErrorCode::kInvalidArgument, where + ": element " + std::to_string(g * group + i) + " is " +
+                                                      std::to_string(v[i]) + "; only finite values can be quantized");
+      amax = std::max(amax, std::fabs(v[i]));
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+    uint8_t* scale_at = row + parts.scales_at + 2 * g;
+    if (layout.kind == QuantLayout::Kind::kInt8Channel) {
+      AC_ASSIGN_OR_RETURN(const float s, stored_scale(layout.scale, amax / 127.0f, where));
+      const uint16_t bits = scale_bits(layout.scale, s);
+      std::memcpy(scale_at, &bits, sizeof(bits));
+      for (int64_t k = 0; k < K && s != 0; ++k)
+        row[k] = static_cast<uint8_t>(static_cast<int8_t>(clamp_rint(v[k] / s, -127.0f, 127.0f)));
+      continue;
+    }
+    if (!layout.zero_points) {
+      AC_ASSIGN_OR_RETURN(const float s, stored_scale(layout.scale, amax / 7.0f, where));
+      const uint16_t bits = scale_bits(layout.scale, s);
+      std::memcpy(scale_at, &bits, sizeof(bits));
+      for (int64_t i = 0; i < group; ++i) {
+        const int nibble = s == 0 ? 8 : static_cast<int>(clamp_rint(v[i] / s, -8.0f, 7.0f)) + 8;
+        const int64_t k = g * group + i;
+        row[k / 2] |= static_cast<uint8_t>(nibble << (4 * (k % 2)));
+      }
+      continue;
+    }
+    AC_ASSIGN_OR_RETURN(const float s, stored_scale(layout.scale, (hi - lo) / 15.0f, where));
+    const uint16_t bits = scale_bits(layout.scale, s);
+    std::memcpy(scale_at, &bits, sizeof(bits));
+    const float zero = s == 0 ? 0.0f : clamp_rint(-lo / s, 0.0f, 15.0f);
+    row[parts.zeros_at + g] = static_cast<uint8_t>(zero);
+    for (int64_t i = 0; i < group; ++i) {
+      const int nibble = s == 0 ? 0 : static_cast<int>(std::min(std::max(std::nearbyint(v[i] / s) + zero, 0.0f), 15.0f));
+      const int64_t k = g * group + i;
+      row[k / 2] |= static_cast<uint8_t>(nibble << (4 * (k % 2)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+QuantLayout quant_layout(DType dtype) {
+  using K = QuantLayout::Kind;
+  switch (dtype) {
+    case DType::kQ8_0: return {K::kGgml, 8, 32, DType::kF16, false};
+    case DType::kQ4_0: return {K::kGgml, 4, 32, DType::kF16, false};
+    case DType::kQ4_1: return {K::kGgml, 4, 32, DType::kF16, true};
+    case DType::kQ4_K: return {K::kGgml, 4, 256, DType::kF16, true};
+    case DType::kQ5_K: return {K::kGgml, 5, 256, DType::kF16, true};
+    case DType::kQ6_K: return {K::kGgml, 6, 256, DType::kF16, false};
+    case DType::kI8_F16: return {K::kInt8Channel, 8, 0, DType::kF16, false};
+    case DType::kI8_BF16: return {K::kInt8Channel, 8, 0, DType::kBF16, false};
+    case DType::kI4G32_F16: return {K::kInt4Group, 4, 32, DType::kF16, false};
+    case DType::kI4G32_BF16: return {K::kInt4Group, 4, 32, DType::kBF16, false};
+    case DType::kI4G64_F16: return {K::kInt4Group, 4, 64, DType::kF16, false};
+    case DType::kI4G64_BF16: return {K::kInt4Group, 4, 64, DType::kBF16, false};
+    case DType::kI4G128_F16: return {K::kInt4Group, 4, 128, DType::kF16, false};
+    case DType::kI4G128_BF16: return {K::kInt4Group, 4, 128, DType::kBF16, false};
+    case DType::kI4G32Z_F16: return {K::kInt4Group, 4, 32, DType::kF16, true};
+    case DType::kI4G32Z_BF16: return {K::kInt4Group, 4, 32, DType::kBF16, true};
+    case DType::kI4G64Z_F16: return {K::kInt4Group, 4, 64, DType::kF16, true};
+    case DType::kI4G64Z_BF16: return {K::kInt4Group, 4, 64, DType::kBF16, true};
+    case DType::kI4G128Z_F16: return {K::kInt4Group, 4, 128, DType::kF16, true};
+    case DType::kI4G128Z_BF16: return {K::kInt4Group, 4, 128, DType::kBF16, true};
+    default: return {};
+  }
+}
+
+std::string row_length_problem(DType dtype, int64_t K) {
+  const QuantLayout layout = quant_layout(dtype);
+  if (K < 1) return "rows of " + std::to_string(K) + " elements cannot be stored";
+  switch (layout.kind) {
+    case QuantLayout::Kind::kPlain:
+    case QuantLayout::Kind::kInt8Channel: return "";
+    case QuantLayout::Kind::kGgml:
+      if (K % layout.group == 0) return "";
+      return "rows of " + std::to_string(K) + " elements are not a whole number of " + std::to_string(layout.group) + "-element " +
+             std::string(dtype_name(dtype)) + " blocks";
+    case QuantLayout::Kind::kInt4Group:
+      if (K % layout.group == 0) return "";
+      return "rows of " + std::to_string(K) + " elements are not a whole number of " + std::to_string(layout.group) + "-element groups";
+  }
+  return "";
+}
+
+int64_t row_bytes(DType dtype, int64_t K) {
+  const QuantLayout layout = quant_layout(dtype);
+  switch (layout.kind) {
+    case QuantLayout::Kind::kPlain: return K * static_cast<int64_t>(dtype_size(dtype));
+    case QuantLayout::Kind::kGgml: return static_cast<int64_t>(storage_bytes(dtype, K));
+    default: return row_parts(layout, K).bytes;
+  }
+}
+
+uint64_t tensor_bytes(const TensorType& type) {
+  const int64_t elements = static_elements(type.shape);
+  if (!is_quantized(type.dtype)) return static_cast<uint64_t>(elements) * dtype_size(type.dtype);
+  if (type.shape.empty() || elements == 0) return 0;
+  const int64_t K = type.shape.back().value;
+  return static_cast<uint64_t>(elements / K) * static_cast<uint64_t>(row_bytes(type.dtype, K));
+}
+
+Status dequantize_rows(DType dtype, const uint8_t* src, int64_t rows, int64_t K, float* dst) {
+  const QuantLayout layout = quant_layout(dtype);
+  if (std::string problem = row_length_problem(dtype, K); !problem.empty())
+    return error(ErrorCode::kInvalidArgument, "dequantize " + std::string(dtype_name(dtype)) + ": " + problem);
+  if (!is_row_format(layout)) return dequantize(dtype, src, rows * K, dst);
+  const RowParts parts = row_parts(layout, K);
+  for (int64_t r = 0; r < rows; ++r) dequantize_row(layout, parts, src + r * parts.bytes, K, dst + r * K);
+  return Status::ok();
+}
+
+Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uint8_t* dst, QuantError* error_out) {
+  const QuantLayout layout = quant_layout(dtype);
+  const std::string name(dtype_name(dtype));
+  if (!is_row_format(layout))
+    return error(ErrorCode::kUnsupported, "quantize: " + name + " is not a format weights are quantized to (i8_*, i4*)");
+  if (std::string problem = row_length_problem(dtype, K); !problem.empty())
+    return error(ErrorCode::kInvalidArgument, "quantize " + name + ": " + problem);
+  const RowParts parts = row_parts(layout, K);
+  std::vector<float> back(static_cast<size_t>(K));
+  double sum_sq = 0, err_sq = 0, max_abs = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = dst + r * parts.bytes;
+    const float* x = src + r * K;
+    AC_TRY(quantize_row(layout, parts, x, K, row, "quantize " + name + ": row " + std::to_string(r)));
+    if (!error_out) continue;
+    dequantize_row(layout, parts, row, K, back.data());
+    for (int64_t k = 0; k < K; ++k) {
+      const double diff = static_cast<double>(x[k]) - static_cast<double>(back[static_cast<size_t>(k)]);
+      sum_sq += static_cast<double>(x[k]) * x[k];
+      err_sq += diff * diff;
+      max_abs = std::max(max_abs, std::fabs(diff));
+    }
+  }
+  if (error_out) *error_out = QuantError{max_abs, sum_sq > 0 ? std::sqrt(err_sq / sum_sq) : 0.0};
+  return Status::ok();
+}
+
+}  // namespace agentcompile::ir

@@ -1,0 +1,126 @@
+// Quantized GEMV family (src/kernels/qgemv.cuh): matmul regions whose weights are int8 per channel
+// or int4 in groups (ir/quant.h), with the f16 GEMV's epilogues (plain with bias, residual add,
+// gate/up act·mul, fused multi-segment rows) and its RMSNorm and residual-norm prologues (one token).
+// Decode is one block row; a region of T tokens launches T block rows, each reading the weights
+// again (until a dequantizing GEMM family exists, that is the prefill path of a quantized model).
+// The weights are read at their own size, 16 bytes per load, and dequantized in registers.
+// Planning side: matching, the parameter space and launch geometry; the record is in qgemv.h, and
+// codegen/renderers/qgemv.cpp writes the source.
+#include "plan/families/qgemv.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ir/quant.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+// Elements one 16-byte load holds.
+int64_t chunk_elements(ir::DType w_dtype) { return ir::quant_layout(w_dtype).bits == 8 ? 16 : 32; }
+
+std::string format_tag(ir::DType w_dtype) { return std::string(ir::dtype_name(w_dtype)); }
+
+class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
+ public:
+  std::string name() const override { return "qgemv"; }
+  std::string template_file() const override { return "qgemv.cuh"; }
+
+  std::optional<QGemvConfig> match(const RegionContext& ctx) const override {
+    auto m = match_matmul_region(ctx, TokenCount::kAny);
+    if (!m || !qgemv_reads(m->w_dtype)) return std::nullopt;
+    if (m->dtype != ir::DType::kF16 && m->dtype != ir::DType::kBF16) return std::nullopt;
+    if (m->K % chunk_elements(m->w_dtype) != 0) return std::nullopt;
+    const ir::Dim rows = ctx.function->type(ctx.node(0).operands[0]).shape[0];
+    if (!rows.is_static() && rows.symbol != ir::Symbol::kT) return std::nullopt;
+    // One token per block row: x, the residual and the outputs are [tokens, *] rows; the prologues
+    // are matched for one token only (matmul_match.h).
+    return QGemvConfig(std::move(*m), GemvSchedule{}, rows.is_static() ? rows.value : 0);
+  }
+
+  std::vector<Choice> param_space(const QGemvConfig& matched, const DeviceProfile& device) const override {
+    std::vector<Choice> out;
+    const MatmulMatch& m = matched.match;
+    const int64_t K = m.K, N = m.N, elems = chunk_elements(m.w_dtype);
+    const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
+    if (K * 2 > 48 * 1024) return out;  // x is staged in static shared memory
+    for (int threads : {128, 256}) {
+      for (int rows : {1, 2, 4}) {
+        for (int unroll : {1, 2, 4}) {
+          for (int split : {1, 2, 4}) {
+            const int warps = threads / 32;
+            if (warps % split != 0) continue;
+            const int row_warps = warps / split;
+            const int64_t chunks_per_split = K / elems / split;
+            // Every lane gets at least one unrolled step of its split, and a split is whole chunks.
+            if ((split > 1 || unroll > 1) && chunks_per_split < 32 * unroll) continue;
+            if ((K / elems) % split != 0) continue;
+            const int loads_in_flight = unroll * rows * mats;
+            if (loads_in_flight > 16) continue;
+            const int64_t blocks = (N + row_warps * rows - 1) / (row_warps * rows);
+            Choice c{QGemvConfig(m, GemvSchedule{threads, rows, unroll, split}, matched.tokens_static)};
+            // The f16 GEMV's heuristic (plan/families/gemv.cpp): fill the machine, keep about 8 loads
+            // in flight per lane; a load here holds 2x (int8) or 4x (int4) the elements, so fewer
+            // rows are needed to cover the latency, and the dequantization's ALU work favours more
+            // blocks over deep unrolling. Not yet measured on a GPU.
+            const double fill = std::min(1.0, static_cast<double>(blocks) / (1.9 * device.multiprocessors));
+            const double flight = loads_in_flight == 4 ? 1.0 : loads_in_flight == 8 ? 0.95 : loads_in_flight == 2 ? 0.85 : 0.7;
+            const double split_penalty = split > 1 && blocks >= 2 * device.multiprocessors ? 0.85 : 1.0;
+            c.score = fill * flight * split_penalty + (threads == 256 ? 0.01 : 0.0);
+            c.notes.push_back(std::to_string(blocks) + " blocks per token, " + std::to_string(loads_in_flight) +
+                              " 16-byte loads in flight per lane, " + format_tag(m.w_dtype) + " dequantized in registers");
+            out.push_back(std::move(c));
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  std::string kernel_name(const QGemvConfig& config) const override {
+    const MatmulMatch& m = config.match;
+    const GemvSchedule& p = config.schedule;
+    std::ostringstream name;
+    name << "qgemv_" << matmul_prologue_tag(m) << matmul_epilogue_name(m.epilogue) << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
+    if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
+    name << "_" << format_tag(m.w_dtype) << "_n" << m.N << "_k" << m.K << "_m"
+         << (config.tokens_static ? std::to_string(config.tokens_static) : "T") << "_t" << p.threads << "_r" << p.rows << "_u" << p.unroll
+         << "_s" << p.split;
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const QGemvConfig& config) const override {
+    const GemvSchedule& p = config.schedule;
+    const int64_t row_warps = p.threads / 32 / p.split;
+    Launch launch;
+    launch.kernel = kernel_name(config);
+    launch.grid_x = Extent{0, config.match.N, row_warps * p.rows};
+    launch.grid_y = config.tokens_static ? Extent{0, config.tokens_static, 1} : Extent{1, 0, 1};
+    launch.block_x = static_cast<int>(p.threads);
+    return {launch};
+  }
+};
+
+}  // namespace
+
+bool qgemv_reads(ir::DType w_dtype) {
+  if (!ir::is_quantized(w_dtype)) return false;
+  const ir::QuantLayout layout = ir::quant_layout(w_dtype);
+  return layout.kind == ir::QuantLayout::Kind::kInt8Channel || layout.kind == ir::QuantLayout::Kind::kInt4Group;
+}
+
+Match QGemvConfig::match_view() const {
+  Match m;
+  add_matmul_view(match, m);
+  m.facts["tokens_static"] = tokens_static;
+  return m;
+}
+
+ParamSet QGemvConfig::params_view() const {
+  return {{"threads", schedule.threads}, {"rows", schedule.rows}, {"unroll", schedule.unroll}, {"split", schedule.split}};
+}
+
+AC_REGISTER_FAMILY(qgemv, 15, QGemvFamily)
+
+}  // namespace agentcompile::plan
