@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "codegen/render.h"
+#include "codegen/renderers/matmul_prologue.h"
 #include "codegen/renderers/renderer.h"
 #include "ir/quant.h"
 #include "plan/families/qgemv.h"
@@ -48,13 +49,7 @@ std::string render_qgemv(const plan::QGemvConfig& config, const std::vector<plan
       << "  ac::QGemvParams<" << template_args(params_args) << "> q;\n"
       << "  auto& p = q.g;\n"
       << "  p.x = " << slot_pointer(m.x, T, true) << ";  // [tokens, K]\n"
-      << "  p.norm_w = " << slot_pointer(m.norm ? m.norm->w : "", W, true) << ";  // [K] RMSNorm prologue\n"
-      << "  p.norm_eps = " << float_literal(m.norm ? m.norm->eps : 0.f) << ";\n"
-      << "  p.skip = " << slot_pointer(m.residual_norm ? m.residual_norm->skip : "", T, true)
-      << ";  // [K] residual-norm prologue: h = skip + post-norm(x)\n"
-      << "  p.post_w = " << slot_pointer(m.residual_norm ? m.residual_norm->post_w : "", W, true) << ";  // [K]\n"
-      << "  p.post_eps = " << float_literal(m.residual_norm ? m.residual_norm->eps : 0.f) << ";\n"
-      << "  p.h = " << slot_pointer(m.residual_norm ? m.residual_norm->h : "", T, false) << ";  // [K]\n"
+      << matmul_prologue_bindings(m, T, W)
       << "  p.residual = " << slot_pointer(m.residual, T, true) << ";  // [tokens, N]\n";
   for (size_t s = 0; s < 3; ++s) {
     const std::string i = std::to_string(s);
