@@ -257,6 +257,7 @@ def plot(path: pathlib.Path, entries: list[dict]) -> None:
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def environment(args) -> dict:
@@ -307,6 +308,34 @@ def capture_all(args, problems, state, work: pathlib.Path, env) -> None:
         f"{'' if len(done) == len(jobs) else f' ({len(jobs) - len(done)} left to capture one by one)'}")
 
 
+def merge_results(out: pathlib.Path, parts: list[pathlib.Path], expected: list[tuple[int, str, str]]) -> int:
+    """Joins the results of shards (each run on its own GPU of one machine) into one report. Every
+    shard times eager, torch.compile and agentcompile of its problems on its own GPU, so each
+    problem's ratios compare like with like."""
+    doc = {"problems": {}}
+    gpus = set()
+    for part in parts:
+        path = part / "results.json"
+        if not path.exists():
+            log(f"merge: {path} is missing (that shard wrote no results)")
+            continue
+        shard = json.loads(path.read_text())
+        doc["problems"].update(shard["problems"])
+        doc.setdefault("environment", shard["environment"])
+        doc.setdefault("settings", shard["settings"])
+        gpus.add(shard["environment"].get("gpu", "?"))
+    if "environment" not in doc:
+        log("merge: no shard wrote results")
+        return 1
+    doc["environment"] = dict(doc["environment"], gpu=" + ".join(sorted(gpus)), shards=len(parts))
+    for level, problem, dtype in expected:  # a problem no shard reached counts as incorrect, never as absent
+        doc["problems"].setdefault(f"L{level}/{problem}/{dtype}", {"level": level, "problem": problem, "dtype": dtype, "correct": False,
+                                                                    "reason": "not run: no shard evaluated it"})
+    write_report(out, doc)
+    log(f"merged {len(doc['problems'])} results of {len(parts)} shards into {out}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", default=str(ROOT / "build" / "agentcompile"))
@@ -325,15 +354,27 @@ def main() -> int:
     parser.add_argument("--compile-args", default="", help="extra arguments for agentcompile compile")
     parser.add_argument("--budget", type=float, default=0, help="stop starting new problems after this many seconds (0: none)")
     parser.add_argument("--phase", choices=["all", "compile", "evaluate"], default="all")
+    parser.add_argument("--shard", help="K/N: only every N-th problem file from the K-th (0-based), so N processes, one per GPU, "
+                                        "share the problems; --merge joins their results")
+    parser.add_argument("--merge", nargs="+", metavar="DIR", help="join the results.json of these --out directories into --out and stop")
     parser.add_argument("--eval-budget", type=float, default=0,
                         help="stop starting evaluations after this many seconds of the evaluate phase (0: none); the rest wait for a later run")
     args = parser.parse_args()
 
     start = time.time()
     out, work = pathlib.Path(args.out), pathlib.Path(args.work)
+    if args.merge:
+        expected = [(level, path.stem, dtype) for level, path in problem_files(pathlib.Path(args.problems), args.levels, args.only)
+                    for dtype in args.dtypes]
+        return merge_results(out, [pathlib.Path(d) for d in args.merge], expected)
     (work / "logs").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     problems = problem_files(pathlib.Path(args.problems), args.levels, args.only)
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        if not 0 <= k < n:
+            parser.error(f"--shard {args.shard}: K must be in [0, N)")
+        problems = problems[k::n]
     state_path = work / "compile_state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
 

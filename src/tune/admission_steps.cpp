@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace agentcompile::tune {
 
@@ -33,15 +34,23 @@ int64_t workspace_bytes(const plan::Candidate& c, int64_t tokens) { return c.wor
 // own copies to leave L2. The workspace is the largest any of the region's candidates needs, so every
 // candidate runs on the same sets.
 Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module& region_module, const RegionWork& work,
-                                        const RegionBindings& size, SharedWeights& weights, Laps& laps) {
+                                        const RegionBindings& size, SharedWeights& weights, const std::vector<RegionCase>& cases,
+                                        Laps& laps) {
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, size));
-  // Weights do not depend on T: time with the validation weights; inputs and states at this size.
-  const RegionCase data = random_case(region_module, layout, size, weights.host, 1, Distribution::kNormal);
+  // Weights do not depend on T: time with the validation weights; inputs and states at this size,
+  // drawn as (seed 1, normal). At the validation size that draw is already among the cases: reuse it
+  // rather than draw gigabytes again (a KernelBench input can hold 2^31 elements).
+  const RegionCase* data = nullptr;
+  if (size.T == work.bindings.T && size.L == work.bindings.L && size.pos == work.bindings.pos)
+    for (const RegionCase& c : cases)
+      if (c.seed == 1 && c.distribution == Distribution::kNormal) data = &c;
+  std::optional<RegionCase> drawn;
+  if (!data) data = &drawn.emplace(random_case(region_module, layout, size, weights.host, 1, Distribution::kNormal));
   laps.lap(&AdmissionTimes::timing_data_s);
   int64_t set_bytes = 0;
-  for (const auto& t : data.inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
-  for (const auto& t : data.params) set_bytes += static_cast<int64_t>(t->bytes.size());
-  for (const auto& t : data.states) set_bytes += static_cast<int64_t>(t.bytes.size());
+  for (const auto& t : data->inputs) set_bytes += static_cast<int64_t>(t.bytes.size());
+  for (const auto& t : data->params) set_bytes += static_cast<int64_t>(t->bytes.size());
+  for (const auto& t : data->states) set_bytes += static_cast<int64_t>(t.bytes.size());
   const int64_t l2 = std::max<int64_t>(ctx.info().l2_bytes, 1 << 20);
   const int sets_needed = static_cast<int>(std::clamp<int64_t>(3 * l2 / std::max<int64_t>(set_bytes, 1) + 1, 1, 64));
   const plan::Candidate* widest = &work.candidates->front();
@@ -49,7 +58,7 @@ Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module&
     if (workspace_bytes(c, size.T) > workspace_bytes(*widest, size.T)) widest = &c;
   TimingSets timing;
   for (int s = 0; s < sets_needed; ++s) {
-    AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layout, data, *widest, size, sets_needed == 1 ? &weights : nullptr));
+    AC_ASSIGN_OR_RETURN(DeviceSet set, upload_set(layout, *data, *widest, size, sets_needed == 1 ? &weights : nullptr));
     timing.sets.push_back(std::move(set));
   }
   laps.lap(&AdmissionTimes::timing_buffers_s);
@@ -241,7 +250,7 @@ CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* libra
   for (const RegionBindings& size : sizes) {
     const auto key = std::make_tuple(size.T, size.L, size.pos);
     if (!region.timing.count(key)) {
-      auto sets = upload_timing_sets(ctx, *work.region_module, work, size, region.weights, laps);
+      auto sets = upload_timing_sets(ctx, *work.region_module, work, size, region.weights, *region.cases, laps);
       if (!sets) return fail(sets.status(), true);
       region.timing.emplace(key, std::move(*sets));
     }

@@ -88,6 +88,8 @@ RegionCase random_case(const ir::Module& region_module, const RegionLayout& layo
   const ir::Function& function = *region_module.find_function("region");
   RegionCase c;
   c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
+  c.seed = seed;
+  c.distribution = distribution;
   uint64_t stream = static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(distribution) * 7919u;
   const std::vector<InputDomain> domains = input_domains(function);
   for (size_t i = 0; i < layout.inputs.size(); ++i) {

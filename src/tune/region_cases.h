@@ -24,6 +24,8 @@ using RegionWeights = std::vector<std::shared_ptr<const TestTensor>>;
 
 struct RegionCase {
   std::string label;                       // "seed 2, heavy-tailed"
+  int seed = 0;                            // what random_case drew it from
+  Distribution distribution = Distribution::kNormal;
   std::vector<TestTensor> inputs;          // per region input slot
   RegionWeights params;                    // per weight slot, shared by every case
   std::vector<TestTensor> states;          // per state slot, contents before the call
