@@ -151,14 +151,20 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
     def inputs_for(seed: int):
         torch.manual_seed(seed)
         values = problem.get_inputs()
-        return [v.to("cuda", dtype=torch_dtype) if v.is_floating_point() else v.to("cuda") for v in values]
+        # Python scalars (L1 5's `s = 3.14`) stay as they are: torch.export bakes them into the capture,
+        # whose function takes the tensors alone.
+        return [(v.to("cuda", dtype=torch_dtype) if v.is_floating_point() else v.to("cuda")) if isinstance(v, torch.Tensor) else v
+                for v in values]
+
+    def tensors(values):
+        return [v for v in values if isinstance(v, torch.Tensor)]
 
     result = {"correct": True, "seeds": args.seeds}
     with torch.no_grad():
         for seed in range(args.seeds):
             inputs = inputs_for(seed)
             expected = model(*inputs)
-            actual = runner(*inputs)
+            actual = runner(*tensors(inputs))
             torch.cuda.synchronize()
             ok, why = check_outputs(torch, expected, actual)
             if not ok:
@@ -172,7 +178,7 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
             result["torch_compile_ms"] = median_cuda_ms(torch, lambda: compiled(*inputs), args.warmup, args.trials)
         except Exception as e:  # a baseline that fails is recorded, not fatal
             result["torch_compile_error"] = str(e).splitlines()[0][:200]
-        runner.set_inputs(*inputs)
+        runner.set_inputs(*tensors(inputs))
         result["agentcompile_ms"] = median_cuda_ms(torch, runner.enqueue, args.warmup, args.trials)
     del runner, model, inputs
     torch.cuda.empty_cache()

@@ -198,6 +198,14 @@ __device__ __forceinline__ void attention_prologue_row(float (&x)[8], const floa
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       x[e] = first_half ? x[e] * rotary.c[e] - partner[e] * rotary.s[e] : x[e] * rotary.c[e] + partner[e] * rotary.s[e];
+    // Padding lanes (D = 96: lanes 12..15 of 16) rotated a partner's values into their zeros; they must
+    // stay zero, or the newest key's score gains q_pad . k_pad (a wrong logit for the current token).
+    if constexpr (kLanes != 2 * kHalfLanes) {
+      if (li >= D / 8) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] = 0.f;
+      }
+    }
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e) x[e] = to_float(from_float<T>(x[e]));

@@ -29,6 +29,24 @@ class Laps {
 
 int64_t workspace_bytes(const plan::Candidate& c, int64_t tokens) { return c.workspace_bytes_per_token * tokens + c.workspace_bytes_fixed; }
 
+// Whether random_case draws the same data at `size` as at the validation bindings: the same resolved
+// shapes of every input and state, and the same position where an input takes it. A captured module's
+// shapes are static, so its timing size (another L, a bucket's T) often resolves to the very same tensors.
+bool same_case_data(const RegionLayout& layout, const RegionBindings& size, const RegionWork& work) {
+  auto validation = region_layout(*work.region_module, work.bindings);
+  if (!validation) return false;
+  auto resolved = [](const std::vector<ir::TensorType>& types, const ir::SymbolBindings& symbols) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& type : types) shapes.push_back(symbols.resolve(type.shape));
+    return shapes;
+  };
+  if (resolved(layout.inputs, layout.symbols) != resolved(validation->inputs, validation->symbols)) return false;
+  if (resolved(layout.states, layout.symbols) != resolved(validation->states, validation->symbols)) return false;
+  for (const auto& type : layout.inputs)  // a scalar i32 input is the position (random_case)
+    if (type.dtype == ir::DType::kI32 && type.shape.empty() && size.pos != work.bindings.pos) return false;
+  return true;
+}
+
 // The rotating buffer sets of one timing size: enough sets (random data) that a set's bytes have left
 // L2 when it comes round again. One set reads the weights already on the device; several need their
 // own copies to leave L2. The workspace is the largest any of the region's candidates needs, so every
@@ -41,7 +59,7 @@ Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module&
   // drawn as (seed 1, normal). At the validation size that draw is already among the cases: reuse it
   // rather than draw gigabytes again (a KernelBench input can hold 2^31 elements).
   const RegionCase* data = nullptr;
-  if (size.T == work.bindings.T && size.L == work.bindings.L && size.pos == work.bindings.pos)
+  if (same_case_data(layout, size, work))
     for (const RegionCase& c : cases)
       if (c.seed == 1 && c.distribution == Distribution::kNormal) data = &c;
   std::optional<RegionCase> drawn;
