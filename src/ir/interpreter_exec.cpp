@@ -297,8 +297,29 @@ bool needs_float(OpKind op, size_t operand) {
 
 }  // namespace
 
+namespace {
+thread_local ThreadPool* loop_pool = nullptr;
+constexpr int64_t kElementsPerChunk = int64_t{1} << 18;
+}  // namespace
+
+void parallel_elements(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t cost) {
+  cost = std::max<int64_t>(cost, 1);
+  if (!loop_pool || loop_pool->size() < 2 || count < 2 || count * cost < 4 * kElementsPerChunk) {
+    if (count > 0) fn(0, count);
+    return;
+  }
+  ThreadPool* pool = loop_pool;
+  loop_pool = nullptr;  // a chunk that reaches parallel_elements again runs inline (the pool is not reentrant)
+  pool->parallel_for(count, std::max<int64_t>(1, kElementsPerChunk / cost), fn);
+  loop_pool = pool;
+}
+
+LoopPoolScope::LoopPoolScope(ThreadPool* pool) : previous_(loop_pool) { loop_pool = pool; }
+LoopPoolScope::~LoopPoolScope() { loop_pool = previous_; }
+
 Expected<Tensor> execute_node(Context& context, const Function& function, const Node& node,
                               const std::vector<Tensor>& values, const SymbolBindings& bindings) {
+  LoopPoolScope scope(context.pool);
   std::vector<const Tensor*> in;
   for (ValueId id : node.operands) in.push_back(&values[id]);
   const TensorType& type = function.type(node.result);

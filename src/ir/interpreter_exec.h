@@ -99,6 +99,24 @@ std::vector<int64_t> broadcast_steps(const std::vector<int64_t>& in_shape, const
 // out of range for <range>".
 Status check_indices(const Tensor& indices, int64_t size, const std::string& what, const std::string& range);
 
+// Runs fn(begin, end) over chunks of [0, count): on the pool of the node being executed when the
+// tensor is large (KernelBench inputs reach 2^31 elements), else inline on the caller. Chunks write
+// disjoint outputs; fn must not call parallel_elements itself.
+// `cost` is the elements one item touches (a row's length for row ops).
+void parallel_elements(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t cost = 1);
+
+// Makes `pool` the one parallel_elements uses on this thread while the scope lives (execute_node).
+class LoopPoolScope {
+ public:
+  explicit LoopPoolScope(ThreadPool* pool);
+  ~LoopPoolScope();
+  LoopPoolScope(const LoopPoolScope&) = delete;
+  LoopPoolScope& operator=(const LoopPoolScope&) = delete;
+
+ private:
+  ThreadPool* previous_;
+};
+
 // The pointwise ops (binary, comparisons, logical, where, unary math, cast between storages) into
 // `out`, whose dtype and shape are the node's result type (interpreter_pointwise.cpp).
 Expected<Tensor> run_pointwise(const Node& node, const std::vector<const Tensor*>& in, Tensor out);

@@ -56,19 +56,26 @@ void for_each_strided(const std::vector<int64_t>& shape, const std::vector<int64
   int64_t total = 1;
   for (int64_t size : shape) total *= size;
   const int rank = static_cast<int>(shape.size());
-  std::vector<int64_t> index(rank, 0);
-  int64_t offset = 0;
-  for (int64_t o = 0; o < total; ++o) {
-    f(o, offset);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < shape[d]) {
-        offset += step[d];
-        break;
-      }
-      offset -= step[d] * (shape[d] - 1);
-      index[d] = 0;
+  parallel_elements(total, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> index(rank, 0);  // the chunk's first element, and its offset
+    int64_t offset = 0;
+    for (int64_t d = rank - 1, rest = begin; d >= 0; --d) {
+      index[d] = rest % shape[d];
+      rest /= shape[d];
+      offset += index[d] * step[d];
     }
-  }
+    for (int64_t o = begin; o < end; ++o) {
+      f(o, offset);
+      for (int d = rank - 1; d >= 0; --d) {
+        if (++index[d] < shape[d]) {
+          offset += step[d];
+          break;
+        }
+        offset -= step[d] * (shape[d] - 1);
+        index[d] = 0;
+      }
+    }
+  });
 }
 
 std::string axis_of_size(int64_t axis, int64_t size) {

@@ -28,29 +28,40 @@ void for_each_broadcast(const std::vector<int64_t>& out_shape, const std::array<
   for (int64_t size : out_shape) total *= size;
   bool same = true;
   for (const auto* shape : in_shapes) same = same && *shape == out_shape;
-  std::array<int64_t, N> at{};
   if (same) {  // residual adds, gating multiplies
-    for (int64_t o = 0; o < total; ++o) {
-      at.fill(o);
-      f(o, at);
-    }
+    parallel_elements(total, [&](int64_t begin, int64_t end) {
+      std::array<int64_t, N> at{};
+      for (int64_t o = begin; o < end; ++o) {
+        at.fill(o);
+        f(o, at);
+      }
+    });
     return;
   }
   std::array<std::vector<int64_t>, N> steps;
   for (size_t k = 0; k < N; ++k) steps[k] = broadcast_steps(*in_shapes[k], out_shape);
   const int rank = static_cast<int>(out_shape.size());
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t o = 0; o < total; ++o) {
-    f(o, at);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < out_shape[d]) {
-        for (size_t k = 0; k < N; ++k) at[k] += steps[k][d];
-        break;
-      }
-      for (size_t k = 0; k < N; ++k) at[k] -= steps[k][d] * (out_shape[d] - 1);
-      index[d] = 0;
+  parallel_elements(total, [&](int64_t begin, int64_t end) {
+    // The chunk's first element: its index in out_shape and the matching offset in every input.
+    std::vector<int64_t> index(rank, 0);
+    std::array<int64_t, N> at{};
+    for (int64_t d = rank - 1, rest = begin; d >= 0; --d) {
+      index[d] = rest % out_shape[d];
+      rest /= out_shape[d];
+      for (size_t k = 0; k < N; ++k) at[k] += index[d] * steps[k][d];
     }
-  }
+    for (int64_t o = begin; o < end; ++o) {
+      f(o, at);
+      for (int d = rank - 1; d >= 0; --d) {
+        if (++index[d] < out_shape[d]) {
+          for (size_t k = 0; k < N; ++k) at[k] += steps[k][d];
+          break;
+        }
+        for (size_t k = 0; k < N; ++k) at[k] -= steps[k][d] * (out_shape[d] - 1);
+        index[d] = 0;
+      }
+    }
+  });
 }
 
 // out[o] = f(a[..], b[..]) with a and b of storage T and out of storage R.
@@ -68,8 +79,9 @@ template <typename T, typename F>
 Tensor unary_map(const Tensor& x, Tensor out, F f) {
   const T* in = x.data<T>();
   T* y = out.mutable_data<T>();
-  const int64_t count = x.elements();
-  for (int64_t i = 0; i < count; ++i) y[i] = f(in[i]);
+  parallel_elements(x.elements(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = f(in[i]);
+  });
   return out;
 }
 

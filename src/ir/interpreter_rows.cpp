@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/interpreter_exec.h"
 #include "ir/interpreter_ops.h"
 
 namespace agentcompile::ir::kernels {
@@ -15,10 +16,19 @@ namespace {
 
 // Calls row(in, out) for every (outer, inner) pair: `in` points at the row's first element, whose
 // elements lie `inner` apart; `out` at the row's result slot for reductions.
+// Rows run in parallel chunks on the executing node's pool when there is enough work (row must
+// only write its own slots).
 template <typename F>
 void for_each_row(int64_t outer, int64_t n, int64_t inner, F row) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) row(o * n * inner + i, o * inner + i);
+  exec::parallel_elements(
+      outer * inner,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t o = r / inner, i = r % inner;
+          row(o * n * inner + i, o * inner + i);
+        }
+      },
+      n);
 }
 
 int32_t wrap(uint32_t value) { return static_cast<int32_t>(value); }  // modular since C++20
@@ -41,8 +51,9 @@ int32_t extreme_index(const T* x, int64_t n, int64_t stride, Better better) {
 }  // namespace
 
 void softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
-  std::vector<double> e(static_cast<size_t>(n));
   for_each_row(outer, n, inner, [&](int64_t at, int64_t) {
+    thread_local std::vector<double> e;  // rows may run on several threads
+    e.resize(static_cast<size_t>(n));
     const float* xr = x + at;
     float* yr = y + at;
     double max_value = -std::numeric_limits<double>::infinity();
