@@ -243,7 +243,10 @@ CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* libra
       bytes.resize(static_cast<size_t>(expected.elements()) * ir::dtype_size(expected.dtype));
       if (!buffer.download(bytes.data(), bytes.size())) bytes.clear();  // reported as a short read by the check
     };
-    std::vector<std::vector<uint8_t>> outputs(layout.outputs.size()), states(layout.states.size());
+    std::vector<std::vector<uint8_t>>& outputs = region.output_bytes;
+    std::vector<std::vector<uint8_t>>& states = region.state_bytes;
+    outputs.resize(layout.outputs.size());
+    states.resize(layout.states.size());
     for (size_t o = 0; o < layout.outputs.size(); ++o)
       if (layout.output_state[o] < 0) read_back(set->outputs[o], c.expected_outputs[o], outputs[o]);
     for (size_t s = 0; s < layout.states.size(); ++s) read_back(set->states[s], c.expected_states[s], states[s]);

@@ -60,6 +60,9 @@ struct RegionOnDevice {
   RegionLayout layout;
   SharedWeights weights;
   gpu::PinnedBuffer staging;                   // read-backs of inputs and weights (device_holds)
+  // Read-backs of a candidate's outputs and states, kept from one candidate to the next: at 2^30
+  // elements a fresh vector spends longer zeroing and faulting in its pages than the copy takes.
+  std::vector<std::vector<uint8_t>> output_bytes, state_bytes;
   std::map<std::tuple<int64_t, int64_t, int32_t>, TimingSets> timing;  // by (T, L, pos)
 };
 
