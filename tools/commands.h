@@ -10,6 +10,7 @@ namespace agentcompile::tools {
 void add_inspect_command(CLI::App& app);
 void add_init_random_command(CLI::App& app);
 void add_reference_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   agentcompile::tools::add_inspect_command(app);
   agentcompile::tools::add_init_random_command(app);
   agentcompile::tools::add_reference_command(app);
+  agentcompile::tools::add_perplexity_command(app);
   agentcompile::tools::add_compile_command(app);
   agentcompile::tools::add_run_command(app);
   agentcompile::tools::add_bench_command(app);

@@ -69,13 +69,13 @@ Status note_stored_formats(ModelSource& source, const WeightStore& store) {
       source.stored_quantized[tensor.name] = tensor.dtype;
       types.insert(std::string(ir::dtype_name(tensor.dtype)));
     }
-  if (!source.formats.quantize || types.empty()) return Status::ok();
+  if (!source.formats.quantize || source.formats.dequantize || types.empty()) return Status::ok();
   std::string names;
   for (const std::string& type : types) names += (names.empty() ? "" : ", ") + type;
   return error(ErrorCode::kInvalidArgument, source.path.string() + ": --quantize " + quantize_spec_text(*source.formats.quantize) +
                                                 ": this GGUF file is already quantized (" + names +
                                                 "); it runs in its own formats (or dequantized with --dequantize), and quantizing it "
-                                                "again would add a second rounding error");
+                                                "again adds a second rounding error (--dequantize --quantize asks for that)");
 }
 
 // Builds the module once to refuse now what it cannot be (a format a parameter cannot take).

@@ -105,12 +105,11 @@ std::set<std::string> aliased(const ir::Module& module) {
 }  // namespace
 
 std::string WeightFormatOptions::tag() const {
-  if (dequantize) return "dequantized";
-  if (!quantize) return "";
+  if (!quantize) return dequantize ? "dequantized" : "";
   std::string text = quantize_spec_text(*quantize);
   for (char& c : text)
     if (c == ':') c = '-';
-  return text;
+  return dequantize ? "dequantized-" + text : text;
 }
 
 Expected<DType> parse_quantize_spec(const std::string& text) {
@@ -164,14 +163,15 @@ Expected<WeightFormatOptions> weight_format_options(const std::string& quantize,
   options.gpu = gpu;
   if (!quantize.empty()) {
     AC_ASSIGN_OR_RETURN(options.quantize, parse_quantize_spec(quantize));
-    if (dequantize) return error(ErrorCode::kInvalidArgument, "--quantize and --dequantize exclude each other");
+    // With --dequantize too, a GGUF file's blocks are dequantized and its linear weights quantized
+    // again from those values (asked for explicitly: it adds a second rounding error).
   }
   return options;
 }
 
 Status apply_weight_formats(ir::Module& module, const std::map<std::string, DType>& stored, const WeightFormatOptions& options,
                             const std::string& source) {
-  if (options.dequantize || (stored.empty() && !options.quantize)) return Status::ok();
+  if ((options.dequantize && !options.quantize) || (stored.empty() && !options.quantize)) return Status::ok();
   const std::map<std::string, ParamReads> reads = param_reads(module);
   const std::set<std::string> in_alias = aliased(module);
   for (ir::ParamDecl& param : module.params) {

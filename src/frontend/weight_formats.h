@@ -20,13 +20,15 @@ namespace agentcompile::frontend {
 struct WeightFormatOptions {
   // Linear weights are quantized to this row format (i8_*, i4*); nullopt: kept as the checkpoint holds them.
   std::optional<ir::DType> quantize;
-  // GGUF: every tensor dequantized to the model's float type at load, as before native formats.
+  // GGUF: every tensor dequantized to the model's float type at load, as before native formats;
+  // with `quantize` too, the linear weights are then quantized again from those values.
   bool dequantize = false;
   // The module is compiled for (or run on) the GPU: GGUF blocks no kernel family reads yet
   // (gpu_reads_natively) are dequantized at load like --dequantize; the CPU interpreter reads all.
   bool gpu = false;
 
-  // Short words for directory names and messages: "", "int4-g128", "int8", "dequantized".
+  // Short words for directory names and messages: "", "int4-g128", "int8", "dequantized",
+  // "dequantized-int8".
   std::string tag() const;
 };
 

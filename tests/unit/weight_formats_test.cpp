@@ -98,7 +98,17 @@ TEST(GgufNative, TheGpuPathDequantizesBlocksNoKernelReadsYet) {
   EXPECT_FALSE(gpu_reads_natively(DType::kQ4_K));
   EXPECT_TRUE(gpu_reads_natively(DType::kI8_BF16));
   EXPECT_TRUE(gpu_reads_natively(DType::kI4G64Z_F16));
-  EXPECT_CONTAINS(weight_format_options("int8", true, true).status().message(), "--quantize and --dequantize exclude each other");
+  // --dequantize --quantize: a GGUF file's blocks dequantized, then its linear weights quantized again.
+  auto requantize = weight_format_options("int8", true, true);
+  ASSERT_TRUE(requantize.has_value()) << requantize.status().to_string();
+  EXPECT_EQ(requantize->tag(), "dequantized-int8");
+  auto requantized = open_model(kFixtures + "gguf/tiny_llama_q8_0.gguf", false, *requantize);
+  ASSERT_TRUE(requantized) << requantized.status().to_string();
+  auto requantized_module = source_module(*requantized);
+  ASSERT_TRUE(requantized_module) << requantized_module.status().to_string();
+  int int8_params = 0;
+  for (const ir::ParamDecl& p : requantized_module->params) int8_params += p.type.dtype == DType::kI8_F16 || p.type.dtype == DType::kI8_BF16;
+  EXPECT_GT(int8_params, 0) << "no linear weight was quantized again";
   EXPECT_CONTAINS(weight_format_options("int4:g48", false, true).status().message(), "the group size must be 32, 64 or 128, not 48");
   EXPECT_EQ(weight_format_options("int4:g64:bf16", false, false)->quantize, DType::kI4G64_BF16);
 }
