@@ -78,8 +78,10 @@ class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
       streams.push_back(Stream{v, v});
       return &streams.back();
     };
+    // One position for the call (i32[]): the per-row form of decode_batch (ir/decode_batch.h: pos
+    // i32[T], kv_append's base) is not this kernel's.
     auto same_pos = [&](ir::ValueId p) {
-      if (ctx.slot_of(p).rfind("in", 0) != 0 || ctx.function->type(p).dtype != ir::DType::kI32) return false;
+      if (ctx.slot_of(p).rfind("in", 0) != 0 || ctx.function->type(p) != ir::TensorType{ir::DType::kI32, {}}) return false;
       if (pos == ir::kNoValue) pos = p;
       return pos == p;
     };
@@ -110,7 +112,7 @@ class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
       } else if (n.op == OpKind::kKvAppend) {
         if (s && s->append) return std::nullopt;
         if (!s && !(s = start(n.operands[0]))) return std::nullopt;
-        if (!same_pos(n.operands[1])) return std::nullopt;
+        if (!same_pos(n.operands[1]) || n.operands.size() != 2) return std::nullopt;
         s->append = &n;
       } else {
         return std::nullopt;
