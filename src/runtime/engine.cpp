@@ -98,7 +98,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
   if (!source_.is_language_model())
     return error(ErrorCode::kInvalidArgument, options.model.string() + " is a captured module, not a language model: it has no generation; run its function with `agentcompile run-function`");
-  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_));
+  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_, options.compile.batch_decode));
   module_ = std::move(prepared.module);
   const std::string ir_text = std::move(prepared.ir_text);
 
