@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <span>
 
 #include "frontend/weight_formats.h"
 #include "ir/decode_batch.h"
@@ -50,7 +49,6 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::open(const CpuBackendOptions& 
   AC_TRY(support::check_host_allocation(total, std::to_string(options.max_sequences) + " KV-cache slots of " +
                                                    std::to_string(options.max_context) + " rows (" +
                                                    support::byte_size_text(total) + ")"));
-  for (int64_t s = options.max_sequences - 1; s >= 0; --s) backend->free_slots_.push_back(s);  // slot 0 is taken first
 
   const frontend::WeightStore* store = backend->source_.weights.get();
   const frontend::InterpreterLoaders loaders = frontend::interpreter_loaders(*store);
@@ -66,97 +64,36 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::open(const CpuBackendOptions& 
   info.max_sequences = options.max_sequences;
   info.max_context = options.max_context;
   info.vocab_size = source.config.vocab_size;
+  backend->sequences_ = std::make_unique<BatchedSequences>(
+      BatchLimits{options.max_sequences, options.max_context, options.prefill_chunk, /*max_rows=*/0, info.vocab_size});
   return backend;
 }
 
 CpuBackend::~CpuBackend() = default;
 
-Status CpuBackend::add(SequenceId id, SequenceStart start) {
-  if (sequences_.count(id)) return error(ErrorCode::kInvalidArgument, "sequence " + std::to_string(id) + " is already running");
-  if (free_slots_.empty())
-    return error(ErrorCode::kResourceExhausted, "all " + std::to_string(options_.max_sequences) + " cache slots are in use");
-  if (start.prompt.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
-  const int64_t needed = static_cast<int64_t>(start.prompt.size()) + start.max_new_tokens - 1;
-  if (needed > options_.max_context)
-    return error(ErrorCode::kResourceExhausted, std::to_string(start.prompt.size()) + " prompt tokens + " +
-                                                    std::to_string(start.max_new_tokens) + " new tokens need " +
-                                                    std::to_string(needed) + " cache rows, more than " +
-                                                    std::to_string(options_.max_context));
-  for (int32_t token : start.prompt)
-    if (token < 0 || token >= info_.vocab_size)
-      return error(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) + " is outside the vocabulary");
-  Sequence sequence;
-  sequence.prompt = std::move(start.prompt);
-  sequence.sampler = std::make_unique<HostSampler>(start.sampling);
-  sequence.slot = free_slots_.back();
-  free_slots_.pop_back();
-  sequences_.emplace(id, std::move(sequence));
-  return Status::ok();
-}
+Status CpuBackend::add(SequenceId id, SequenceStart start) { return sequences_->add(id, std::move(start)); }
 
-void CpuBackend::drop(SequenceId id) {
-  auto it = sequences_.find(id);
-  if (it == sequences_.end()) return;
-  // The slot's rows need no clearing: a sequence writes its rows from position 0 and attention reads only
-  // rows up to its own position, all of them written by the sequence that owns the slot then.
-  free_slots_.push_back(it->second.slot);
-  sequences_.erase(it);
-}
+void CpuBackend::drop(SequenceId id) { sequences_->drop(id); }
 
 Expected<std::vector<StepOutput>> CpuBackend::step() {
-  // Every sequence's rows of this step: its next prompt chunk, or its last token.
-  std::vector<int32_t> tokens, positions, bases;
-  struct Take {
-    SequenceId id;
-    Sequence* sequence;
-    size_t rows;      // rows of this step
-    bool yields;      // its last row's logits give a token (the last chunk of a prompt, or decode)
-  };
-  std::vector<Take> takes;
-  for (auto& [id, sequence] : sequences_) {
-    const auto base = static_cast<int32_t>(sequence.slot * options_.max_context);
-    size_t rows = 1;
-    bool yields = true;
-    if (sequence.read < sequence.prompt.size()) {
-      rows = std::min(sequence.prompt.size() - sequence.read, static_cast<size_t>(options_.prefill_chunk));
-      yields = sequence.read + rows == sequence.prompt.size();
-      for (size_t i = 0; i < rows; ++i) tokens.push_back(sequence.prompt[sequence.read + i]);
-    } else {
-      tokens.push_back(sequence.last);
-    }
-    for (size_t i = 0; i < rows; ++i) {
-      positions.push_back(static_cast<int32_t>(sequence.position + static_cast<int64_t>(i)));
-      bases.push_back(base);
-    }
-    takes.push_back(Take{id, &sequence, rows, yields});
-  }
-  std::vector<StepOutput> outputs;
-  if (takes.empty()) return outputs;
+  return sequences_->step([this](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots) {
+    return run_rows(tokens, positions, slots);
+  });
+}
 
+Expected<std::vector<float>> CpuBackend::run_rows(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                                  const std::vector<int32_t>& slots) {
   const auto count = static_cast<int64_t>(tokens.size());
-  auto result = interpreter_->run(ir::kDecodeBatchFunction, {ir::HostTensor::from_i32({count}, std::move(tokens)),
-                                                             ir::HostTensor::from_i32({count}, std::move(positions)),
+  std::vector<int32_t> bases;  // slot s owns cache rows [s * max_context, (s + 1) * max_context)
+  for (int32_t slot : slots) bases.push_back(static_cast<int32_t>(slot * options_.max_context));
+  auto result = interpreter_->run(ir::kDecodeBatchFunction, {ir::HostTensor::from_i32({count}, tokens),
+                                                             ir::HostTensor::from_i32({count}, positions),
                                                              ir::HostTensor::from_i32({count}, std::move(bases))});
-  if (!result) return result.status().with_context("a batched step of " + std::to_string(takes.size()) + " sequences");
-  const int64_t V = info_.vocab_size;
-  if (result->empty() || (*result)[0].shape != std::vector<int64_t>{count, V})
+  if (!result) return result.status().with_context("a batched step of " + std::to_string(count) + " rows");
+  if (result->empty() || (*result)[0].shape != std::vector<int64_t>{count, info_.vocab_size})
     return error(ErrorCode::kMismatch, std::string(ir::kDecodeBatchFunction) + " must return float logits [" +
-                                           std::to_string(count) + ", " + std::to_string(V) + "] first");
-  std::vector<float>& logits = (*result)[0].f32;  // [rows, V]; each sequence's sampler works in its last row
-  int64_t row = 0;
-  for (const Take& take : takes) {
-    Sequence& sequence = *take.sequence;
-    row += static_cast<int64_t>(take.rows);
-    sequence.position += static_cast<int64_t>(take.rows);
-    if (sequence.read < sequence.prompt.size()) sequence.read += take.rows;
-    if (!take.yields) continue;  // more of the prompt next step
-    StepOutput output;
-    output.id = take.id;
-    output.token = sequence.sampler->sample(std::span<float>(logits.data() + (row - 1) * V, static_cast<size_t>(V)), &output.logprob);
-    sequence.last = output.token;
-    outputs.push_back(std::move(output));
-  }
-  return outputs;
+                                           std::to_string(count) + ", " + std::to_string(info_.vocab_size) + "] first");
+  return std::move((*result)[0].f32);
 }
 
 }  // namespace agentcompile::serve

@@ -13,12 +13,12 @@
 #pragma once
 
 #include <filesystem>
-#include <map>
 #include <memory>
 
 #include "frontend/model_source.h"
 #include "ir/interpreter.h"
 #include "serve/backend.h"
+#include "serve/batched_sequences.h"
 
 namespace agentcompile::serve {
 
@@ -41,26 +41,19 @@ class CpuBackend final : public Backend {
   Status add(SequenceId id, SequenceStart start) override;
   Expected<std::vector<StepOutput>> step() override;
   void drop(SequenceId id) override;
-  size_t size() const override { return sequences_.size(); }
+  size_t size() const override { return sequences_->size(); }
 
  private:
-  struct Sequence {
-    std::vector<int32_t> prompt;
-    size_t read = 0;           // prompt tokens in the cache
-    int64_t position = 0;      // tokens in the cache
-    int32_t last = -1;         // the token the next decode row reads
-    std::unique_ptr<HostSampler> sampler;
-    int64_t slot = 0;
-  };
-
   CpuBackend() = default;
+  // One decode_batch call over a step's rows (batched_sequences.h); logits [rows, V].
+  Expected<std::vector<float>> run_rows(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                        const std::vector<int32_t>& slots);
 
   CpuBackendOptions options_;
   BackendInfo info_;
   frontend::ModelSource source_;
   std::unique_ptr<ir::Interpreter> interpreter_;
-  std::vector<int64_t> free_slots_;
-  std::map<SequenceId, Sequence> sequences_;  // ordered: a step runs them in the order they came
+  std::unique_ptr<BatchedSequences> sequences_;
 };
 
 }  // namespace agentcompile::serve
