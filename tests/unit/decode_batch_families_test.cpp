@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "analysis/extract.h"
 #include "analysis/regions.h"
 #include "analysis/summary.h"
 #include "codegen/nvrtc_compiler.h"
@@ -17,6 +18,8 @@
 #include "nvrtc_expect.h"
 #include "plan/planner.h"
 #include "plan/sizes.h"
+#include "tune/input_domains.h"
+#include "tune/region_cases.h"
 
 namespace agentcompile {
 namespace {
@@ -83,6 +86,40 @@ TEST(DecodeBatchFamilies, PerRowKernelsCompileForSm90aAndSm80) {
     ASSERT_FALSE(jobs.empty());
     testing::expect_nvrtc_compiles(jobs, arch);
   }
+}
+
+// Admission's reference side on the CPU: every region of a tiny Qwen3's decode_batch extracted, its cases
+// drawn at the compile's validation size (5 sequences in slots of 101 rows) and run on the interpreter;
+// the per-row inputs come out as input_domains.h says (positions inside a slot, bases distinct slots).
+TEST(DecodeBatchFamilies, RegionCasesDrawRowsInsideTheirSlotsAndRunOnTheInterpreter) {
+  ir::Module module = fixtures::tiny_model("tiny-qwen3.json");
+  ASSERT_TRUE(ir::add_decode_batch(module).is_ok());
+  const ir::Function& f = *module.find_function(ir::kDecodeBatchFunction);
+  auto partition = analysis::form_regions(module, f);
+  auto unique = analysis::unique_regions(module, f, partition, plan::summary_bindings(f.name, 16));
+  const tune::RegionBindings b{5, 5 * 101, 0};
+  int per_row_inputs = 0;
+  for (const auto& u : unique) {
+    const auto& region = partition.regions[static_cast<size_t>(u.sites.front())];
+    auto region_module = analysis::extract_region(module, f, region);
+    ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
+    auto cases = tune::build_region_cases(*region_module, b, 1, {tune::Distribution::kNormal});
+    ASSERT_TRUE(cases.has_value()) << "r" << u.id << ": " << cases.status().to_string();
+    const std::vector<tune::InputDomain> domains = tune::input_domains(*region_module->find_function("region"));
+    for (size_t i = 0; i < domains.size(); ++i) {
+      const auto& values = (*cases)[0].inputs[i].values;
+      if (domains[i].domain == tune::Domain::kRowPosition) {
+        ++per_row_inputs;
+        for (float v : values) EXPECT_TRUE(v >= 0 && v < 101) << "position " << v;
+      } else if (domains[i].domain == tune::Domain::kRowBase) {
+        ++per_row_inputs;
+        std::set<float> slots(values.begin(), values.end());
+        EXPECT_EQ(slots.size(), 5u) << "one slot per row";
+        for (float v : values) EXPECT_TRUE(static_cast<int>(v) % 101 == 0 && v < 505) << "base " << v;
+      }
+    }
+  }
+  EXPECT_GE(per_row_inputs, 4) << "rope_kv's and attention's positions and bases";
 }
 
 }  // namespace
