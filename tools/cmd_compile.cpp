@@ -68,6 +68,8 @@ void add_compile_command(CLI::App& app) {
                 "Measure every candidate again: do not read the tuning database (CACHE_DIR/tuning; fresh results are stored); implies --force");
   cmd->add_flag("--unfused", options->unfused, "No norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd->add_flag("--cublas-matmuls", options->library_matmuls, "Matmul regions use the cuBLAS fallback only (ablation)");
+  cmd->add_flag("--batch-decode", options->batch_decode,
+                "Also compile decode_batch, decode of 1..16 sequences per step (batch buckets b1, b2, b3-4, b5-8, b9-16)");
   cmd->add_option("--quantize", options->quantize,
                   "Quantize a checkpoint's linear weights to nearest: int8[:bf16] (per output channel) or int4[:g32|:g64|:g128][:zp][:bf16] "
                   "(groups along K, default g128; zp: zero points; bf16: bf16 scales); the logits' projection keeps its dtype");

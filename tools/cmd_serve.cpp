@@ -22,9 +22,11 @@
 
 #include "commands.h"
 #include "engine_flags.h"
+#include "agentcompile/first_use.h"
 #include "frontend/model_source.h"
 #include "serve/cpu_backend.h"
 #include "serve/engine_backend.h"
+#include "serve/engine_batch_backend.h"
 #include "serve/http_server.h"
 #include "serve/scheduler.h"
 #include "tokenizer/generation_config.h"
@@ -76,10 +78,18 @@ std::unique_ptr<serve::Backend> open_backend(const ServeFlags& flags) {
     if (!backend) fail(backend.status().to_string());
     return std::move(*backend);
   }
-  if (flags.max_concurrency > 1)
-    fail("--max-concurrency " + std::to_string(flags.max_concurrency) +
-         ": the GPU engine decodes one sequence at a time today (batched decode is not built yet); "
-         "concurrent requests queue (--max-queue). Use --max-concurrency 1, or --cpu");
+  if (flags.max_concurrency > 1) {
+    // Batched decode: decode_batch compiled (on first use) beside prefill and decode, a KV slot per sequence.
+    if (flags.max_concurrency > kMaxBatchRows)
+      fail("--max-concurrency " + std::to_string(flags.max_concurrency) + ": the GPU engine batches at most " + std::to_string(kMaxBatchRows) +
+           " sequences; more requests queue (--max-queue)");
+    EngineOptions options = engine_options(flags.engine);
+    options.batch_slots = flags.max_concurrency;
+    options.compile.batch_decode = true;
+    auto engine = load_engine(options, [](const std::string& line) { log_line(line); });
+    if (!engine) fail(engine.status().to_string());
+    return std::make_unique<serve::EngineBatchBackend>(std::move(*engine));
+  }
   return std::make_unique<serve::EngineBackend>(load_engine_or_fail(flags.engine));
 }
 
@@ -159,7 +169,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", flags->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", flags->port, "Port to listen on; 0 picks a free one (default 8080)")->check(CLI::Range(0, 65535));
   cmd->add_option("--max-concurrency", flags->max_concurrency,
-                  "Sequences generated at once (default 4 with --cpu; the GPU engine takes 1 until batched decode exists)")
+                  "Sequences generated at once (default 4 with --cpu, 1 on the GPU; 2..16 on the GPU batch them through decode_batch)")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   cmd->add_option("--max-queue", flags->max_queue, "Requests that may wait for a free sequence; more get a 429 (default 64)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

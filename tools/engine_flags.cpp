@@ -19,6 +19,8 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
   cmd.add_flag("--no-pdl", flags.no_pdl, "Launch decode kernels without programmatic dependent launch (ablation)");
   cmd.add_flag("--unfused", flags.unfused, "Compile without norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd.add_flag("--cublas-matmuls", flags.cublas_matmuls, "Compile every matmul region to its cuBLAS fallback, no generated GEMV or GEMM (ablation)");
+  cmd.add_flag("--batch-decode", flags.batch_decode,
+               "Use the artifact that also holds decode_batch (compile --batch-decode; compiled on first use); serve --max-concurrency N > 1 implies it");
   cmd.add_option("--quantize", flags.quantize,
                  "Run the checkpoint with its linear weights quantized (as `compile --quantize`): int8[:bf16] or int4[:gG][:zp][:bf16]");
   cmd.add_flag("--dequantize", flags.dequantize, "GGUF: run the f16 path, the file's blocks dequantized at load");
@@ -37,6 +39,7 @@ EngineOptions engine_options(const EngineFlags& flags) {
   options.compile.max_candidates = flags.max_candidates;
   options.compile.unfused = flags.unfused;
   options.compile.library_matmuls = flags.cublas_matmuls;
+  options.compile.batch_decode = flags.batch_decode;
   options.compile.quantize = flags.quantize;
   options.compile.dequantize = flags.dequantize;
   return options;

@@ -59,6 +59,7 @@ struct CompileOptions {
   // Ablations (BENCHMARK.md): what the compiler may not do.
   bool unfused = false;               // no norm or attention prologues, matmul epilogues or horizontal matmul fusion
   bool library_matmuls = false;       // matmul regions run the cuBLAS fallback only (no generated GEMV/GEMM)
+  bool batch_decode = false;          // also compile decode_batch (ir/decode_batch.h): decode of 1..16 sequences per step
   AdvisorOptions advisor;
   SearchOptions search;
 };

@@ -39,6 +39,9 @@ struct EngineOptions {
   int64_t prefill_chunk = 0;          // longest prefill call; longer prompts run in chunks; 0: min(context, 8192)
   bool cuda_graph = true;             // capture the decode step once and replay it
   bool programmatic_launch = true;    // decode kernels start while their producer drains (sm_90+ only)
+  // > 0: decode_rows() serves this many sequences (at most kMaxBatchRows), each in a KV slot of
+  // max_context rows of a cache of their own; needs an artifact compiled with compile.batch_decode.
+  int64_t batch_slots = 0;
   CompileOptions compile;             // the model's own artifact is the one compiled with these (first_use.h compiles it;
                                       // model/output are set there)
 };
@@ -79,7 +82,11 @@ struct EngineInfo {
   size_t decode_launches = 0;         // kernel launches in one decode step (sampling included)
   bool cuda_graph = true;
   bool programmatic_launch = false;   // in effect (requested and supported by the GPU)
+  int64_t batch_slots = 0;            // sequences decode_rows() serves (EngineOptions::batch_slots)
 };
+
+// Rows one decode_rows() call takes: the largest batch bucket decode_batch is compiled for (plan/sizes.cpp).
+inline constexpr int64_t kMaxBatchRows = 16;
 
 // Called with each generated token as soon as it is known; return false to stop.
 using TokenCallback = std::function<bool(int32_t token)>;
@@ -96,6 +103,14 @@ class Engine {
   // position's logits come from a real prefill call), the rest one at a time through the decode step.
   // Returns float32 logits [ids.size(), vocab], row i after consuming ids[i].
   Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
+
+  // Batched decode (EngineOptions::batch_slots > 0): one call of decode_batch (ir/decode_batch.h) over
+  // 1..kMaxBatchRows rows, row i the token tokens[i] of the sequence in KV slot slots[i] at position
+  // positions[i] (a prompt chunk is rows of one slot at consecutive positions). Returns float32 logits
+  // [rows, vocab]; the caller samples. The kernels are launched one by one (no CUDA graph yet). generate()
+  // keeps its own cache and kernels, unchanged.
+  Expected<std::vector<float>> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                           std::span<const int32_t> slots);
 
   const EngineInfo& info() const;
 

@@ -172,7 +172,9 @@ Category classify(const ir::Function& function, const Region& region, const std:
   switch (region.kind) {
     case RegionKind::kGather: return Category::kGather;
     case RegionKind::kCopy: return Category::kCopy;
-    case RegionKind::kAttention: return one_token ? Category::kAttentionDecode : Category::kAttentionPrefill;
+    case RegionKind::kAttention:
+      // The per-row form (decode_batch: pos and base per row) is one query per sequence over its own cache rows.
+      return one_token || last.operands.size() == 5 ? Category::kAttentionDecode : Category::kAttentionPrefill;
     case RegionKind::kMatmul: {
       // Operand transposes are layouts of the GEMM's operands, not fused work.
       const size_t matmuls = static_cast<size_t>(count(OpKind::kLinear) + count(OpKind::kMatmul));

@@ -18,7 +18,7 @@ enum class Category {
   kGemv,              // matmul with one token
   kGemvEpilogue,      // matmul with one token and a norm prologue, fused epilogue or horizontal fusion
   kAttentionPrefill,  // attention over T queries
-  kAttentionDecode,   // attention of one query over the cache
+  kAttentionDecode,   // attention of one query over the cache (or, per-row form, one per sequence over its own rows)
   kRmsNorm,           // rmsnorm, possibly with pointwise ops around it
   kLayerNorm,         // layer_norm, possibly with pointwise ops around it
   kScan,              // cumsum / cumprod along an axis

@@ -21,6 +21,8 @@ struct ModelModule {
   bool raised = false;                  // recognition rewrote the captured module (some rule fired)
 };
 
-Expected<ModelModule> model_module(const frontend::ModelSource& source);
+// `batch_decode`: the module also holds decode_batch (ir/decode_batch.h), derived from its decode, so a
+// compile plans and selects its kernels per batch bucket; the IR text (and so the artifact's key) says so.
+Expected<ModelModule> model_module(const frontend::ModelSource& source, bool batch_decode = false);
 
 }  // namespace agentcompile::emit

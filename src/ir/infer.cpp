@@ -14,6 +14,10 @@ Status op_error(const Node& node, const std::string& what) {
 }
 
 bool is_scalar_i32(const TensorType& type) { return type.dtype == DType::kI32 && type.shape.empty(); }
+// The per-row form of rope, kv_append and attention (ir/ops.h): one i32 per row of x.
+bool is_row_positions(const TensorType& type, const TensorType& x) {
+  return type.dtype == DType::kI32 && type.shape.size() == 1 && !x.shape.empty() && type.shape[0] == x.shape[0];
+}
 
 // Numpy broadcasting over trailing dims; a static 1 stretches to anything.
 Expected<Shape> broadcast_shapes(const Node& node, const Shape& a, const Shape& b) {
@@ -81,6 +85,22 @@ Shape replace_dim(const Shape& shape, size_t axis, const Dim& dim) {
   Shape out = shape;
   out[axis] = dim;
   return out;
+}
+
+// kv_append and attention take their position at operand `at`: either one i32[] for every row (rows
+// [pos, pos + T) of one sequence), or, in the per-row form, pos i32[T] and base i32[T] (row t of x
+// belongs to the sequence whose cache rows start at base[t], at position pos[t]).
+Status check_positions(const Node& node, const TensorType& x, const std::vector<TensorType>& in, size_t at) {
+  const bool rows = in.size() == at + 2;
+  if (!rows) {
+    if (!is_scalar_i32(in[at])) return op_error(node, "pos must be i32[], got " + in[at].to_string());
+    return Status::ok();
+  }
+  for (size_t i = at; i < at + 2; ++i)
+    if (!is_row_positions(in[i], x))
+      return op_error(node, std::string(i == at ? "pos" : "base") + " of the per-row form must be i32[" +
+                                x.shape[0].to_string() + "] (one per row), got " + in[i].to_string());
+  return Status::ok();
 }
 
 Status check_rope_frequencies(const Node& node, const TensorType& x) {
@@ -265,7 +285,8 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
     }
     case OpKind::kRope: {
       if (in[0].shape.size() != 3) return op_error(node, "x must be [T, heads, D], got " + in[0].to_string());
-      if (!is_scalar_i32(in[1])) return op_error(node, "pos must be i32[], got " + in[1].to_string());
+      if (!is_scalar_i32(in[1]) && !is_row_positions(in[1], in[0]))
+        return op_error(node, "pos must be i32[] or one position per row, i32[" + in[0].shape[0].to_string() + "], got " + in[1].to_string());
       if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
       AC_TRY(check_rope_frequencies(node, in[0]));
       return in[0];
@@ -431,7 +452,7 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       if (in[0].shape.size() != 3 || state->type.shape.size() != 3 || in[0].shape[1] != state->type.shape[1] ||
           in[0].shape[2] != state->type.shape[2] || in[0].dtype != state->type.dtype)
         return op_error(node, "x " + in[0].to_string() + " does not fit state " + state_name + " " + state->type.to_string());
-      if (!is_scalar_i32(in[1])) return op_error(node, "pos must be i32[], got " + in[1].to_string());
+      AC_TRY(check_positions(node, in[0], in, 1));
       return state->type;
     }
     case OpKind::kAttention: {
@@ -444,7 +465,7 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
       if (!q.shape[1].is_static() || !k.shape[1].is_static() || k.shape[1].value <= 0 ||
           q.shape[1].value % k.shape[1].value != 0)
         return op_error(node, "query heads must be a multiple of kv heads: " + q.to_string() + " vs " + k.to_string());
-      if (!is_scalar_i32(in[3])) return op_error(node, "pos must be i32[], got " + in[3].to_string());
+      AC_TRY(check_positions(node, q, in, 3));
       if (!node.attrs.count("scale")) return op_error(node, "missing attr scale");
       if (node.int_attr("window", 0) < 0) return op_error(node, "attr window must be >= 0");
       return q;

@@ -30,6 +30,9 @@
 //   - rope follows transformers in float32: inv_freq = 1 / theta^(2i/D) (llama3-scaled when asked),
 //     or attr inv_freq rounded to f32; angle = float(pos + t) * inv_freq, cos/sin rounded from
 //     double, then multiplied in float by attr scale.
+//   - the per-row forms of rope, kv_append and attention (decode_batch) run each row exactly as a
+//     one-token call at its position (and, for attention, over its own rows) would: a batched step's
+//     rows equal single decode steps bit for bit.
 //   - an alias parameter's rows are copied out of its source, which the loader is asked for once.
 //   - a quantized parameter (ir/quant.h) is read as its stored bytes, from the packed loader, and
 //     dequantized here, exactly as its format defines (ir::dequantize_rows): the values every kernel

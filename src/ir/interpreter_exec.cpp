@@ -118,22 +118,45 @@ Expected<Tensor> run_arange(const Node& node, Tensor out) {
   return out;
 }
 
-Expected<int64_t> read_position(const Tensor& pos) {
-  const int32_t value = (*pos.i32)[0];
+Expected<int64_t> read_position(const Tensor& pos, int64_t index = 0) {
+  const int32_t value = (*pos.i32)[static_cast<size_t>(index)];
   if (value < 0) return invalid("position " + std::to_string(value) + " is negative");
   return static_cast<int64_t>(value);
 }
 
-Expected<Tensor> run_kv_append(Context& context, const Node& node, const Tensor& x, const Tensor& pos_tensor) {
+// The per-row form (pos i32[T], base i32[T]): row t's cache row is base[t] + pos[t]. Every row is checked
+// before anything is written or read.
+Expected<std::vector<int64_t>> read_cache_rows(const Tensor& pos, const Tensor& base, int64_t capacity, const std::string& what) {
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < pos.elements(); ++t) {
+    const int64_t p = pos.i()[t], b = base.i()[t];
+    if (p < 0 || b < 0)
+      return invalid("row " + std::to_string(t) + ": position " + std::to_string(p) + " and base " + std::to_string(b) +
+                     " must not be negative");
+    if (b + p >= capacity)
+      return invalid(what + ": row " + std::to_string(t) + " at base " + std::to_string(b) + " + position " +
+                     std::to_string(p) + " runs past the " + std::to_string(capacity) + " rows of the cache");
+    rows.push_back(b + p);
+  }
+  return rows;
+}
+
+Expected<Tensor> run_kv_append(Context& context, const Node& node, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
   const std::string name = node.string_attr("state");
   AC_ASSIGN_OR_RETURN(Tensor cache, context.state(name));  // [L, KV, D]
-  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(pos_tensor));
   const int64_t rows = x.shape[0];
   const int64_t capacity = cache.shape[0];
+  const int64_t row = cache.elements() / std::max<int64_t>(1, capacity);
+  if (in.size() == 3) {
+    AC_ASSIGN_OR_RETURN(std::vector<int64_t> targets, read_cache_rows(*in[1], *in[2], capacity, "state " + name));
+    for (int64_t t = 0; t < rows; ++t) std::copy_n(x.f() + t * row, row, cache.f32->data() + targets[t] * row);
+    return cache;
+  }
+  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(*in[1]));
   if (pos + rows > capacity)
     return invalid("state " + name + ": writing rows [" + std::to_string(pos) + ", " + std::to_string(pos + rows) +
                    ") runs past max_context " + std::to_string(capacity));
-  const int64_t row = cache.elements() / std::max<int64_t>(1, capacity);
   std::copy_n(x.f(), rows * row, cache.f32->data() + pos * row);
   return cache;
 }
@@ -174,7 +197,6 @@ kernels::RopeParams rope_params(const Node& node) {
 
 Expected<Tensor> run_rope(Context& context, const Node& node, const Tensor& x, const Tensor& pos_tensor, Tensor out) {
   const int64_t T = x.shape[0], H = x.shape[1], D = x.shape[2];  // x [T, H, D]
-  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(pos_tensor));
   std::vector<float> inv_freq;
   if (node.has_attr("inv_freq"))
     for (double f : node.floats_attr("inv_freq")) inv_freq.push_back(static_cast<float>(f));
@@ -184,6 +206,15 @@ Expected<Tensor> run_rope(Context& context, const Node& node, const Tensor& x, c
     return invalid("the inverse frequencies hold " + std::to_string(inv_freq.size()) + " values, head dim " +
                    std::to_string(D) + " needs " + std::to_string(D / 2));
   const auto scale = static_cast<float>(node.float_attr("scale", 1.0));
+  if (!pos_tensor.shape.empty()) {
+    // Per-row positions: each row is rotated as a one-token call at its own position would rotate it.
+    for (int64_t t = 0; t < T; ++t) {
+      AC_ASSIGN_OR_RETURN(int64_t row_pos, read_position(pos_tensor, t));
+      kernels::rope(x.f() + t * H * D, out.f32->data() + t * H * D, 1, H, D, kernels::rope_table(inv_freq, row_pos, 1, scale));
+    }
+    return out;
+  }
+  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(pos_tensor));
   kernels::rope(x.f(), out.f32->data(), T, H, D, context.rope_table(inv_freq, scale, pos, T));
   return out;
 }
@@ -192,15 +223,28 @@ Expected<Tensor> run_attention(Context& context, const Node& node, const std::ve
   const Tensor& q = *in[0];  // [T, NH, D]
   const Tensor& k = *in[1];  // [L, KV, D]
   const Tensor& v = *in[2];  // [L, KV, D]
-  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(*in[3]));
   kernels::AttentionShape shape;
   shape.T = q.shape[0];
   shape.NH = q.shape[1];
   shape.KV = k.shape[1];
   shape.D = q.shape[2];
-  shape.pos = pos;
   shape.window = node.int_attr("window", 0);
   shape.scale = node.float_attr("scale", 1.0);
+  if (in.size() == 5) {
+    // Per-row form: query row t is a one-token call over its own sequence's rows [base[t], base[t] + pos[t]].
+    AC_ASSIGN_OR_RETURN(std::vector<int64_t> current, read_cache_rows(*in[3], *in[4], k.shape[0], "attention"));
+    const int64_t T = shape.T, q_row = shape.NH * shape.D, kv_row = shape.KV * shape.D;
+    shape.T = 1;
+    for (int64_t t = 0; t < T; ++t) {
+      shape.pos = in[3]->i()[t];
+      const int64_t first = current[t] - shape.pos;  // base[t]
+      kernels::attention(*context.pool, q.f() + t * q_row, k.f() + first * kv_row, v.f() + first * kv_row,
+                         out.f32->data() + t * q_row, shape);
+    }
+    return out;
+  }
+  AC_ASSIGN_OR_RETURN(int64_t pos, read_position(*in[3]));
+  shape.pos = pos;
   if (pos + shape.T > k.shape[0])
     return invalid("queries at positions [" + std::to_string(pos) + ", " + std::to_string(pos + shape.T) +
                    ") need more keys than the " + std::to_string(k.shape[0]) + " rows of the cache");
@@ -330,7 +374,7 @@ Expected<Tensor> execute_node(Context& context, const Function& function, const 
     case OpKind::kWeight: return context.weight(node.string_attr("name"));
     case OpKind::kReshape:
     case OpKind::kView: return alias(*in[0], type.dtype, shape);
-    case OpKind::kKvAppend: return run_kv_append(context, node, *in[0], *in[1]);
+    case OpKind::kKvAppend: return run_kv_append(context, node, in);
     case OpKind::kIndexCopy: return run_index_copy(context, node, *in[0], *in[1]);
     case OpKind::kCast:
       // Between float dtypes values stay f32 (no f16/bf16 rounding), and bool -> i32 keeps its 0/1:

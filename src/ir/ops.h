@@ -53,6 +53,7 @@
 //                                               low_freq_factor, high_freq_factor, original_max_position, or
 //                                               listed as attr `inv_freq` (a float list, used as f32). Optional
 //                                               attr `scale` multiplies cos and sin (default 1).
+//                 (x[T,NH,D], pos i32[T])    -> the per-row form: row t sits at position pos[t]
 // Layout
 //   reshape view  (x)                        -> attr `shape` (same element count; view never copies)
 //   transpose     (x)                        -> attr `perm` (out dim i is x dim perm[i])
@@ -63,6 +64,10 @@
 // Side effects (each names a module state and returns the whole state after the write)
 //   kv_append     (x[T,KV,D], pos i32[])     -> writes x into rows [pos, pos+T) of the state named by attr
 //                                               `state`; returns the state, [L,KV,D]
+//                 (x[T,KV,D], pos i32[T], base i32[T]) -> the per-row form: row t goes to cache row
+//                                               base[t] + pos[t] (each row its own sequence, whose rows
+//                                               start at base[t]: a slot of a cache of several; see
+//                                               ir/decode_batch.h)
 //   index_copy    (src, idx i32[n])          -> writes src's slices into the state named by attr `state` at
 //                                               the positions idx along attr `axis`; src is the state's
 //                                               shape with that dim replaced by n; returns the state
@@ -70,6 +75,10 @@
 //   attention     (q[T,NH,D], k[L,KV,D], v[L,KV,D], pos i32[]) -> [T,NH,D]; query t sees keys 0..pos+t
 //                                               (causal), head h reads kv head h / (NH/KV) (GQA); attr scale;
 //                                               optional attr window (w > 0: keys pos+t-w+1 .. pos+t only)
+//                 (q, k, v, pos i32[T], base i32[T]) -> the per-row form: query t sees its own sequence's
+//                                               keys, rows base[t] .. base[t]+pos[t] (with a window, the last w
+//                                               of them); k and v must come from kv_appends of the per-row
+//                                               form with the same pos and base (the verifier checks)
 //   sdpa          (q[...,NH,S,D], k[...,KV,S2,D], v[...,KV,S2,Dv], mask?) -> [...,NH,S,Dv]: torch's
 //                                               scaled_dot_product_attention: softmax(scale * q k^T + bias) v
 //                                               where a bool mask keeps keys where true (bias 0, else -inf)

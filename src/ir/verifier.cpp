@@ -228,9 +228,25 @@ class FunctionVerifier {
                          " must be the result of a kv_append (the cache), but is " +
                          (cache.producer < 0 ? std::string("an argument")
                                              : "a " + std::string(op_name(f_.nodes[static_cast<size_t>(cache.producer)].op))));
+        AC_TRY(check_same_rows(node, f_.nodes[static_cast<size_t>(cache.producer)], at));
       }
     }
     defined_[static_cast<size_t>(node.result)] = true;
+    return Status::ok();
+  }
+
+  // Attention reads the rows its kv_appends wrote: both take the per-row form (ir/ops.h) or neither, and
+  // per row they name the same sequence (the same pos and base values), or a row would attend over
+  // another sequence's cache.
+  Status check_same_rows(const Node& attention, const Node& append, const std::string& at) {
+    const bool rows = attention.operands.size() == 5;
+    if (rows != (append.operands.size() == 3))
+      return invalid(at + ": attention " + (rows ? "takes" : "does not take") + " per-row positions but the kv_append of @" +
+                     append.string_attr("state") + " " + (rows ? "does not" : "does"));
+    if (rows && (attention.operands[3] != append.operands[1] || attention.operands[4] != append.operands[2]))
+      return invalid(at + ": attention's per-row pos and base (" + ref(attention.operands[3]) + ", " + ref(attention.operands[4]) +
+                     ") differ from those the kv_append of @" + append.string_attr("state") + " wrote with (" +
+                     ref(append.operands[1]) + ", " + ref(append.operands[2]) + ")");
     return Status::ok();
   }
 

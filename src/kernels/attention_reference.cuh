@@ -18,6 +18,9 @@
 //      once into shared memory;
 //   4. the threads that own output dimensions (d = tid, tid+THREADS, ...) rescale their
 //      accumulators and add p · V.
+// ROWS (decode_batch, ir/decode_batch.h): query row t is one query of its own sequence, at position
+// pos[t], whose keys are cache rows base[t] .. base[t] + pos[t]; ROWS = false compiles exactly the
+// one-sequence kernel.
 // K/V are read in 16-byte pieces when D allows it and both caches are 16-byte aligned (the next
 // tile's pieces in flight while the current one is computed), otherwise element by element. Every
 // loop is bounded by D and the tile's valid keys, so any head dimension works, and f32, f16 and
@@ -36,7 +39,8 @@ struct AttentionReferenceParams {
   const T* k;      // [L, KV, D], rows [0, pos+T) valid
   const T* v;      // [L, KV, D]
   T* o;            // [T, NH, D]
-  const int* pos;  // [] first position of the call, read on the device
+  const int* pos;  // [] first position of the call, read on the device (ROWS: [T], each row's position)
+  const int* base = nullptr;  // ROWS: [T], each row's first cache row
   int tokens;      // T: query rows of the call
   int L;           // rows allocated in the cache; keys past it are never read
   float scale;     // softmax scale (the attention op's `scale` attribute)
@@ -128,7 +132,7 @@ __device__ __forceinline__ void stage_elementwise(const T* k_head, const T* v_he
   }
 }
 
-template <typename T, int D, int NH, int KV, int THREADS, int TILE, bool VECTOR>
+template <typename T, int D, int NH, int KV, int THREADS, int TILE, bool VECTOR, bool ROWS>
 __device__ __forceinline__ void attend(const AttentionReferenceParams<T>& p, const Shared& s) {
   constexpr int kWarps = THREADS / 32;
   constexpr int kGroup = NH / KV;
@@ -142,16 +146,19 @@ __device__ __forceinline__ void attend(const AttentionReferenceParams<T>& p, con
   const int head = static_cast<int>(blockIdx.y);
   if (t >= p.tokens) return;  // the whole block, before any barrier
   const int kv_head = head / kGroup;
-  int keys = *p.pos + t + 1;  // causal: keys first .. pos+t
-  if (keys > p.L) keys = p.L;
-  const int first = p.window > 0 ? max(0, min(keys, *p.pos + t + 1 - p.window)) : 0;
+  const int position = ROWS ? p.pos[t] : *p.pos + t;  // the query's position
+  const int row0 = ROWS ? p.base[t] : 0;                // its sequence's first cache row
+  int keys = position + 1;  // causal: keys first .. position
+  if (keys > p.L - row0) keys = p.L - row0;
+  const int first = p.window > 0 ? max(0, min(keys, position + 1 - p.window)) : 0;
 
   const T* q = p.q + (static_cast<size_t>(t) * NH + head) * D;  // [D]
   for (int d = tid; d < D; d += THREADS) s.q[d] = to_float(q[d]) * p.scale;
 
   constexpr size_t kRowStride = static_cast<size_t>(KV) * D;  // elements between consecutive keys
-  const T* k_head = p.k + static_cast<size_t>(kv_head) * D;    // key j's row: k_head + j * kRowStride
-  const T* v_head = p.v + static_cast<size_t>(kv_head) * D;
+  const size_t head0 = static_cast<size_t>(row0) * kRowStride + static_cast<size_t>(kv_head) * D;
+  const T* k_head = p.k + head0;  // key j's row: k_head + j * kRowStride
+  const T* v_head = p.v + head0;
   // VECTOR: the first tile's reads go out now; each later tile's while the one before is computed.
   struct NoLoader {};
   using Loader = typename Select<VECTOR, TileLoader<T, D, THREADS, TILE>, NoLoader>::type;
@@ -234,7 +241,7 @@ __device__ __forceinline__ void attend(const AttentionReferenceParams<T>& p, con
 
 }  // namespace reference
 
-template <typename T, int D, int NH, int KV, int THREADS, int TILE>
+template <typename T, int D, int NH, int KV, int THREADS, int TILE, bool ROWS = false>
 __device__ __forceinline__ void attention_reference(const AttentionReferenceParams<T>& p) {
   static_assert(D >= 1 && NH % KV == 0 && THREADS % 32 == 0 && TILE >= 1, "shape");
   __shared__ float q_s[D];
@@ -247,11 +254,11 @@ __device__ __forceinline__ void attention_reference(const AttentionReferencePara
   if constexpr (D % kVec == 0) {
     const bool aligned = ((reinterpret_cast<size_t>(p.k) | reinterpret_cast<size_t>(p.v)) & 15) == 0;
     if (aligned) {
-      reference::attend<T, D, NH, KV, THREADS, TILE, true>(p, s);
+      reference::attend<T, D, NH, KV, THREADS, TILE, true, ROWS>(p, s);
       return;
     }
   }
-  reference::attend<T, D, NH, KV, THREADS, TILE, false>(p, s);
+  reference::attend<T, D, NH, KV, THREADS, TILE, false, ROWS>(p, s);
 }
 
 }  // namespace ac

@@ -17,6 +17,8 @@
 // angle); cos and sin are then multiplied by rope_scale (1 unless the rope op scales them).
 // Activations and caches are f32, f16 or bf16 (T); a lane's VEC elements are one access of up to
 // 16 bytes (two for 8 f32 values).
+// ROWS (decode_batch, ir/decode_batch.h): token t is a row of its own sequence, at position pos[t],
+// appended at cache row base[t] + pos[t]; ROWS = false compiles exactly the one-position kernel.
 #pragma once
 
 #include "common.cuh"
@@ -38,7 +40,8 @@ struct RopeKvStream {
 template <typename T, typename W = T>
 struct RopeKvParams {
   RopeKvStream<T, W> s[3];
-  const int* pos;          // i32 scalar in device memory: the first position of the call
+  const int* pos;          // i32 scalar in device memory: the first position of the call (ROWS: i32[T], per row)
+  const int* base = nullptr;  // ROWS: i32[T], each row's first cache row (its sequence's slot)
   const float* inv_freq;   // [D/2], or null when no stream is rotated
   float eps;               // rmsnorm epsilon
   int tokens;              // T of the call
@@ -58,7 +61,7 @@ __device__ __forceinline__ void rope_sincos(float angle, float* s, float* c) {
 // Rows of D/2/VEC lanes padded to a power of two, which tiles a warp.
 __host__ __device__ constexpr int rope_row_lanes(int used) { return used <= 1 ? 1 : 2 * rope_row_lanes((used + 1) / 2); }
 
-template <typename T, int D, int VEC, int THREADS, int STREAMS, typename W = T>
+template <typename T, int D, int VEC, int THREADS, int STREAMS, typename W = T, bool ROWS = false>
 __device__ __forceinline__ void rope_kv(const RopeKvParams<T, W>& p) {
   constexpr int kHalf = D / 2;
   constexpr int kUsedLanes = kHalf / VEC;                // lanes that own elements of a row
@@ -74,7 +77,7 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T, W>& p) {
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   const bool active = row < rows;
   const bool owner = active && (kUsedLanes == kLanes || lane < kUsedLanes);  // the lane holds elements
-  const int pos = *p.pos;
+  const int pos = ROWS ? 0 : *p.pos;
 
   // Which stream and head this row is.
   const int t = active ? row / heads_per_token : 0;
@@ -135,7 +138,7 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T, W>& p) {
   }
 
   if (st.rope) {
-    const float position = static_cast<float>(pos + t);
+    const float position = static_cast<float>(ROWS ? p.pos[t] : pos + t);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       float s, c;
@@ -152,8 +155,9 @@ __device__ __forceinline__ void rope_kv(const RopeKvParams<T, W>& p) {
     store_vec<T, VEC>(st.out + src_row + i0, x1);
     store_vec<T, VEC>(st.out + src_row + kHalf + i0, x2);
   }
-  if (st.cache && pos + t < p.L) {
-    T* dst = st.cache + (static_cast<size_t>(pos + t) * st.heads + head) * D;  // row of [L, H, D]
+  const int cache_row = ROWS ? p.base[t] + p.pos[t] : pos + t;
+  if (st.cache && cache_row < p.L) {
+    T* dst = st.cache + (static_cast<size_t>(cache_row) * st.heads + head) * D;  // row of [L, H, D]
     store_vec<T, VEC>(dst + i0, x1);
     store_vec<T, VEC>(dst + kHalf + i0, x2);
   }

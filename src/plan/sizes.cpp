@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/decode_batch.h"
+
 namespace agentcompile::plan {
 
 namespace {
@@ -39,12 +41,25 @@ constexpr BucketRange kPrefillBuckets[] = {
 };
 constexpr BucketRange kLongPrefillBucket = {"t4097+", 4097, kUnbounded, 8192};
 
+// decode_batch (ir/decode_batch.h): buckets of the batch, the sequences decoded in one step (T rows),
+// each timed at its largest batch: 1, 2, 3-4, 5-8 and 9-16 sequences (the runtime pads a batch to its
+// bucket's top, so that is the size that runs). Up to 16 the weights dominate every matmul and a GEMV
+// that reuses each weight load for every row stays the right kernel; the split tracks where its
+// register tiles change. Each row's sequence owns a slot of kBatchSlotRows cache rows in timing (its
+// position uniform inside it: 1k keys on average, where decode's 513-4096 bucket is timed).
+constexpr BucketRange kDecodeBatchBuckets[] = {
+    {"b1", 1, 1, 1}, {"b2", 2, 2, 2}, {"b3-4", 3, 4, 4}, {"b5-8", 5, 8, 8}, {"b9-16", 9, 16, 16},
+};
+constexpr int64_t kBatchSlotRows = 2048;
+
 // The cost summaries of a language model's functions: decode at 2048 keys (where the 513-4096 bucket
 // is timed), prefill as a 512-token prompt into a 512-row cache (the top of the t65-512 bucket). They
 // only describe a region (report, metadata, the advisor's requests) and pick nothing themselves;
 // changing them changes every advisor request, so the advice cache would miss once.
 constexpr ir::SymbolBindings kDecodeSummary{1, 2048};
 constexpr ir::SymbolBindings kPrefillSummary{512, 512};
+// decode_batch: its largest bucket, 16 sequences of kBatchSlotRows rows each.
+constexpr ir::SymbolBindings kDecodeBatchSummary{16, 16 * kBatchSlotRows};
 
 // Where a region whose size follows neither T nor the context is checked and timed: sizes that are
 // no multiple of any tile, so partial tiles and offsets run. Every cache row holds random data before
@@ -60,6 +75,9 @@ constexpr ir::SymbolBindings kPrefillSummary{512, 512};
 // The validation size is part of the tuning database's key: another size validates every candidate again.
 constexpr RegionBindings kDecodeValidation{1, 512, 77};
 constexpr RegionBindings kPrefillValidation{100, 256, 28};
+//   decode_batch: 5 sequences (no power of two, so a kernel's row tiles end partly filled) in slots of
+//     101 rows: positions drawn in 0..100 per row (input_domains.h), keys no multiple of any tile.
+constexpr RegionBindings kDecodeBatchValidation{5, 5 * 101, 0};
 constexpr RegionBindings kModuleValidation{1, 1, 0};
 
 // A captured module's region that follows T is checked against the CPU reference at the largest of
@@ -89,10 +107,13 @@ Bucket decode_bucket(const BucketRange& range, int64_t max_context) {
 RegionBindings fixed_bindings(const std::string& function) {
   if (function == "decode") return kDecodeValidation;
   if (function == "prefill") return kPrefillValidation;
+  if (function == ir::kDecodeBatchFunction) return kDecodeBatchValidation;
   return kModuleValidation;
 }
 
-bool language_model_function(const std::string& function) { return function == "decode" || function == "prefill"; }
+bool language_model_function(const std::string& function) {
+  return function == "decode" || function == "prefill" || function == ir::kDecodeBatchFunction;
+}
 
 }  // namespace
 
@@ -104,6 +125,10 @@ std::vector<Bucket> buckets_for(const ir::Function& f, int64_t max_tokens, int64
     return {{function, T, T, T, 0, 0, 0}};
   }
   std::vector<Bucket> buckets;
+  if (function == ir::kDecodeBatchFunction) {
+    for (const BucketRange& range : kDecodeBatchBuckets) buckets.push_back({range.name, range.lo, range.hi, range.timed_at});
+    return buckets;
+  }
   if (function == "decode") {
     const int64_t max_context = std::max<int64_t>(max_tokens, 1);
     for (const BucketRange& range : kDecodeBuckets)
@@ -119,6 +144,7 @@ std::vector<Bucket> buckets_for(const ir::Function& f, int64_t max_tokens, int64
 ir::SymbolBindings summary_bindings(const std::string& function, int64_t run_tokens) {
   if (function == "decode") return kDecodeSummary;
   if (function == "prefill") return kPrefillSummary;
+  if (function == ir::kDecodeBatchFunction) return kDecodeBatchSummary;
   return ir::SymbolBindings{run_tokens, 1};  // a captured module's function at the size it runs at (no cache)
 }
 
@@ -154,6 +180,7 @@ RegionBindings timing_bindings(const std::string& function, const Bucket& bucket
     const int64_t rows = (keys + kTimingCacheBlock - 1) / kTimingCacheBlock * kTimingCacheBlock + kTimingCacheBlock;
     return RegionBindings{1, rows, static_cast<int32_t>(keys - 1)};  // keys 0..pos
   }
+  if (function == ir::kDecodeBatchFunction) return RegionBindings{bucket.timing_tokens, bucket.timing_tokens * kBatchSlotRows, 0};
   return RegionBindings{bucket.timing_tokens, bucket.timing_tokens + kTimingCacheSlack, 0};
 }
 

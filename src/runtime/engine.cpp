@@ -10,6 +10,7 @@
 #include "frontend/model_source.h"
 #include "gpu/device_probe.h"
 #include "gpu/driver_api.h"
+#include "ir/decode_batch.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/decode_loop.h"
 #include "runtime/derived_weights.h"
@@ -32,6 +33,7 @@ class Engine::Impl {
   Status load(const EngineOptions& options, const ProgressFn& progress);
   Expected<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token);
   Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
+  Expected<std::vector<float>> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions, std::span<const int32_t> slots);
 
   EngineInfo info;
 
@@ -59,6 +61,11 @@ class Engine::Impl {
   std::vector<std::unique_ptr<runtime::DecodeGraph>> graphs_;  // per decode bucket; empty with graphs off
   std::unique_ptr<runtime::StepEvents> events_;
   std::set<int32_t> eos_;
+  // Batched decode (EngineOptions::batch_slots): slot s owns rows [s * context, (s + 1) * context) of
+  // batch_cache_; batch_args_ holds the call's ids, positions and row bases, kMaxBatchRows each.
+  runtime::KvCache batch_cache_;
+  gpu::DeviceBuffer batch_args_;
+  std::unique_ptr<runtime::FunctionExecutor> batch_;
 };
 
 namespace {
@@ -98,7 +105,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
   if (!source_.is_language_model())
     return error(ErrorCode::kInvalidArgument, options.model.string() + " is a captured module, not a language model: it has no generation; run its function with `agentcompile run-function`");
-  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_));
+  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_, options.compile.batch_decode));
   module_ = std::move(prepared.module);
   const std::string ir_text = std::move(prepared.ir_text);
 
@@ -115,6 +122,15 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   if (!prefill_fn || !decode_fn) return error(ErrorCode::kInternal, "the module lacks a prefill or decode function");
   if (!artifact_.functions.count("prefill") || !artifact_.functions.count("decode"))
     return error(ErrorCode::kMismatch, artifact_.dir.string() + ": the artifact lacks the prefill or decode function");
+  const ir::Function* batch_fn = nullptr;
+  if (options.batch_slots < 0 || options.batch_slots > kMaxBatchRows)
+    return error(ErrorCode::kInvalidArgument, "batch_slots " + std::to_string(options.batch_slots) + " is outside 0.." + std::to_string(kMaxBatchRows));
+  if (options.batch_slots > 0) {
+    batch_fn = module_.find_function(ir::kDecodeBatchFunction);
+    if (!batch_fn || !artifact_.functions.count(ir::kDecodeBatchFunction))
+      return error(ErrorCode::kMismatch, artifact_.dir.string() + ": batched decode needs decode_batch, which the artifact lacks "
+                                                                  "(compile with --batch-decode)");
+  }
 
   AC_ASSIGN_OR_RETURN(context_, gpu::CudaContext::create());
   const auto& c = source_.config;
@@ -129,7 +145,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   eos_.insert(info.eos_ids.begin(), info.eos_ids.end());
 
   // Memory: decide the context, or refuse with the estimate.
-  AC_ASSIGN_OR_RETURN(runtime::MemoryBudget budget, runtime::plan_budget(module_, *prefill_fn, *decode_fn, artifact_, c, options));
+  AC_ASSIGN_OR_RETURN(runtime::MemoryBudget budget, runtime::plan_budget(module_, *prefill_fn, *decode_fn, artifact_, c, options, batch_fn));
   info.max_context = budget.context;
   info.max_context_reason = budget.context_reason;
   info.prefill_chunk = budget.prefill_chunk;
@@ -166,6 +182,21 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   info.workspace_bytes = static_cast<int64_t>(prefill_->workspace_bytes() + decode_->workspace_bytes());
   AC_ASSIGN_OR_RETURN(size_t decode_launches, decode_->launches(1, 1));
   info.decode_launches = decode_launches + DeviceSampler::kLaunches;
+
+  if (batch_fn) {
+    // decode_batch over its own cache of slots; its arguments (ids, positions, row bases) in order.
+    AC_ASSIGN_OR_RETURN(batch_cache_, runtime::KvCache::allocate(module_, budget.context * options.batch_slots));
+    AC_ASSIGN_OR_RETURN(batch_args_, gpu::DeviceBuffer::allocate(3 * kMaxBatchRows * sizeof(int32_t)));
+    runtime::FunctionExecutor::Bindings batch_bind{&weights_, &batch_cache_, library_.get(), {}};
+    if (batch_fn->args.size() != 3) return error(ErrorCode::kInternal, "decode_batch must take ids, positions and row bases");
+    for (size_t a = 0; a < 3; ++a) batch_bind.arguments.push_back(batch_args_.ptr() + a * kMaxBatchRows * sizeof(int32_t));
+    batch_bind.programmatic_launch = info.programmatic_launch;
+    AC_ASSIGN_OR_RETURN(batch_, runtime::FunctionExecutor::create(*batch_fn, artifact_, kernels_, batch_bind, kMaxBatchRows));
+    info.batch_slots = options.batch_slots;
+    info.kv_cache_bytes += static_cast<int64_t>(batch_cache_.bytes());
+    info.activation_bytes += static_cast<int64_t>(batch_->arena_bytes());
+    info.workspace_bytes += static_cast<int64_t>(batch_->workspace_bytes());
+  }
 
   AC_ASSIGN_OR_RETURN(events_, runtime::StepEvents::create());
   if (options.cuda_graph) {
@@ -283,6 +314,38 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
   return logits;
 }
 
+Expected<std::vector<float>> Engine::Impl::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                                      std::span<const int32_t> slots) {
+  AC_TRY(context_->make_current());
+  if (!batch_) return error(ErrorCode::kInvalidArgument, "the engine was loaded without batch slots (EngineOptions::batch_slots)");
+  const auto rows = static_cast<int64_t>(tokens.size());
+  if (rows < 1 || rows > kMaxBatchRows || positions.size() != tokens.size() || slots.size() != tokens.size())
+    return error(ErrorCode::kInvalidArgument, "a batched step takes 1.." + std::to_string(kMaxBatchRows) + " rows with one position and slot each; got " +
+                                                  std::to_string(tokens.size()) + " ids, " + std::to_string(positions.size()) + " positions, " +
+                                                  std::to_string(slots.size()) + " slots");
+  AC_TRY(check_ids(tokens, "row"));
+  std::vector<int32_t> bases(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (slots[i] < 0 || slots[i] >= info.batch_slots || positions[i] < 0 || positions[i] >= info.max_context)
+      return error(ErrorCode::kInvalidArgument, "row " + std::to_string(i) + ": slot " + std::to_string(slots[i]) + " and position " +
+                                                    std::to_string(positions[i]) + " must lie in 0.." + std::to_string(info.batch_slots - 1) +
+                                                    " and 0.." + std::to_string(info.max_context - 1));
+    bases[i] = static_cast<int32_t>(slots[i] * info.max_context);
+  }
+  const size_t stride = kMaxBatchRows * sizeof(int32_t), bytes = tokens.size() * sizeof(int32_t);
+  AC_TRY(batch_args_.upload(tokens.data(), bytes, 0));
+  AC_TRY(batch_args_.upload(positions.data(), bytes, stride));
+  AC_TRY(batch_args_.upload(bases.data(), bytes, 2 * stride));
+  // decode_batch's buckets are of the batch alone; the context argument only bounds the cache.
+  AC_TRY(batch_->enqueue(rows, batch_cache_.rows(), context_->stream()));
+  AC_ASSIGN_OR_RETURN(CUdeviceptr out, batch_->result_address(rows, 0));
+  AC_TRY(context_->synchronize());
+  const size_t V = static_cast<size_t>(info.vocab_size);
+  std::vector<float> logits(static_cast<size_t>(rows) * V);
+  AC_CU(gpu::driver_api()->MemcpyDtoH(logits.data(), out, logits.size() * sizeof(float)), "cuMemcpyDtoH(decode_batch logits)");
+  return logits;
+}
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -298,6 +361,11 @@ Expected<GenerateResult> Engine::generate(std::span<const int32_t> prompt, const
 
 Expected<std::vector<float>> Engine::teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill) {
   return impl_->teacher_forced_logits(ids, prefill);
+}
+
+Expected<std::vector<float>> Engine::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                                std::span<const int32_t> slots) {
+  return impl_->decode_rows(tokens, positions, slots);
 }
 
 const EngineInfo& Engine::info() const { return impl_->info; }

@@ -26,7 +26,8 @@ std::string gib(int64_t bytes) {
 }  // namespace
 
 Expected<MemoryBudget> plan_budget(const ir::Module& module, const ir::Function& prefill, const ir::Function& decode,
-                                   const LoadedArtifact& artifact, const frontend::ModelConfig& config, const EngineOptions& options) {
+                                   const LoadedArtifact& artifact, const frontend::ModelConfig& config, const EngineOptions& options,
+                                   const ir::Function* batch) {
   MemoryBudget b;
   size_t free_bytes = 0, total_bytes = 0;
   AC_CU(gpu::driver_api()->MemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
@@ -43,8 +44,14 @@ Expected<MemoryBudget> plan_budget(const ir::Module& module, const ir::Function&
   b.activations = static_cast<int64_t>(prefill_plan.arena_bytes + decode_plan.arena_bytes) + b.prefill_chunk * 4;
   b.workspace = FunctionExecutor::workspace_bytes_needed(artifact, "prefill", b.prefill_chunk) +
                 FunctionExecutor::workspace_bytes_needed(artifact, "decode", 1);
+  if (batch) {
+    AC_ASSIGN_OR_RETURN(MemoryPlan batch_plan, plan_memory(*batch, artifact.functions.at(batch->name).sites, ir::SymbolBindings{kMaxBatchRows, 1}));
+    b.activations += static_cast<int64_t>(batch_plan.arena_bytes);
+    b.workspace += FunctionExecutor::workspace_bytes_needed(artifact, batch->name, kMaxBatchRows);
+  }
   b.reserve = kReserve + config.vocab_size * 8;
-  const int64_t per_row = KvCache::bytes_per_row(module);
+  // A context row is one row of the single-sequence cache and one of every batch slot's.
+  const int64_t per_row = KvCache::bytes_per_row(module) * (1 + (batch ? options.batch_slots : 0));
   const int64_t fixed = b.weights + b.activations + b.workspace + b.reserve;
 
   if (options.max_context > 0) {
@@ -71,7 +78,8 @@ Expected<MemoryBudget> plan_budget(const ir::Module& module, const ir::Function&
     b.prefill_chunk = std::min(b.prefill_chunk, b.context);
   }
   b.kv_cache = per_row * b.context;
-  b.summary = "context " + std::to_string(b.context) + " tokens (" + b.context_reason + "), prefill chunks of up to " + std::to_string(b.prefill_chunk) +
+  b.summary = "context " + std::to_string(b.context) + " tokens (" + b.context_reason + ")" +
+              (batch ? ", " + std::to_string(options.batch_slots) + " batch slots beside the single sequence's cache" : std::string()) + ", prefill chunks of up to " + std::to_string(b.prefill_chunk) +
               " tokens; device memory: weights " + gib(b.weights) + ", KV cache " + gib(b.kv_cache) + ", activations " + gib(b.activations) +
               ", workspace " + gib(b.workspace) + " of " + gib(b.free) + " free";
   return b;

@@ -21,7 +21,10 @@ struct MemoryBudget {
   std::string summary;  // one line for the progress log
 };
 
+// `batch`: decode_batch when options.batch_slots > 0: its arena and workspace at kMaxBatchRows rows, and
+// batch_slots more KV caches of the context (each context row costs 1 + batch_slots rows).
 Expected<MemoryBudget> plan_budget(const ir::Module& module, const ir::Function& prefill, const ir::Function& decode,
-                                   const LoadedArtifact& artifact, const frontend::ModelConfig& config, const EngineOptions& options);
+                                   const LoadedArtifact& artifact, const frontend::ModelConfig& config, const EngineOptions& options,
+                                   const ir::Function* batch = nullptr);
 
 }  // namespace agentcompile::runtime

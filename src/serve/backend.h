@@ -9,11 +9,11 @@
 // 400 rather than ignoring them.
 //
 // Backends (all used from the scheduler's one thread):
-//   CpuBackend (cpu_backend.h): the reference interpreter, any number of sequences, each with its own
-//     KV cache, run one after another within a step.
-//   EngineBackend (engine_backend.h): the compiled GPU engine, which today decodes one sequence at a
-//     time; batched decode (decode planned per batch bucket, a KV slot per sequence, one CUDA graph per
-//     (batch, context) bucket) will be a backend whose max_sequences is the largest bucket.
+//   CpuBackend (cpu_backend.h): the reference interpreter, any number of sequences, each in a slot of
+//     one KV cache, advanced together by one decode_batch call per step.
+//   EngineBackend (engine_backend.h): the compiled GPU engine's generate(), one sequence at a time.
+//   EngineBatchBackend (engine_batch_backend.h): the engine's decode_batch, up to 16 sequences, each in
+//     a KV slot, advanced together by one Engine::decode_rows call per step.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,12 @@
-// The reference interpreter as a serving backend: one interpreter, a cache slot per sequence swapped
-// in for its calls, chunked prompt reading, host sampling.
+// The reference interpreter as a serving backend: one interpreter, a cache of slots, one decode_batch
+// call per step over every sequence's rows (prompt chunks and decode tokens alike), host sampling.
 #include "serve/cpu_backend.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "frontend/weight_formats.h"
+#include "ir/decode_batch.h"
 #include "ir/verifier.h"
 #include "support/host_limits.h"
 
@@ -26,42 +28,35 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::open(const CpuBackendOptions& 
   // The source's own module, as `agentcompile reference` runs it: nothing of the compiler's is trusted.
   AC_ASSIGN_OR_RETURN(ir::Module module, frontend::source_module(source));
   AC_TRY(ir::verify_module(module));
-  if (!module.find_function("prefill") || !module.find_function("decode"))
-    return error(ErrorCode::kUnsupported, options.model.string() + ": the model has no prefill and decode functions");
+  if (!module.find_function("decode"))
+    return error(ErrorCode::kUnsupported, options.model.string() + ": the model has no decode function");
+  AC_TRY(ir::add_decode_batch(module).with_context(options.model.string() + ": batching its decode for serving"));
 
-  // Every slot's cache is allocated up front: a context the host cannot hold fails here, by name.
+  // The cache of every slot is allocated up front: a context the host cannot hold fails here, by name.
+  uint64_t rows = 0;
+  if (!support::checked_bytes(static_cast<uint64_t>(options.max_sequences), static_cast<uint64_t>(options.max_context), rows) ||
+      rows > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    return error(ErrorCode::kInvalidArgument, std::to_string(options.max_sequences) + " slots of " +
+                                                  std::to_string(options.max_context) + " rows overflow the cache's i32 row index");
   ir::SymbolBindings bindings;
-  bindings.L = options.max_context;
-  uint64_t slot_bytes = 0;
+  bindings.L = static_cast<int64_t>(rows);
+  uint64_t total = 0;
   for (const ir::StateDecl& state : module.states) {
     uint64_t bytes = 0;
-    if (!support::checked_bytes(bindings.resolve(state.type.shape), 4, bytes)) slot_bytes = UINT64_MAX;
-    slot_bytes = slot_bytes > UINT64_MAX - bytes ? UINT64_MAX : slot_bytes + bytes;
-    backend->state_names_.push_back(state.name);
+    if (!support::checked_bytes(bindings.resolve(state.type.shape), 4, bytes)) total = UINT64_MAX;
+    total = total > UINT64_MAX - bytes ? UINT64_MAX : total + bytes;
   }
-  uint64_t total = 0;
-  if (!support::checked_bytes(static_cast<uint64_t>(options.max_sequences + 1), slot_bytes, total)) total = UINT64_MAX;
   AC_TRY(support::check_host_allocation(total, std::to_string(options.max_sequences) + " KV-cache slots of " +
-                                                   support::byte_size_text(slot_bytes) + " (max_context " +
-                                                   std::to_string(options.max_context) + ")"));
-  for (int64_t s = 0; s < options.max_sequences; ++s) {
-    Slot slot;
-    for (const ir::StateDecl& state : module.states) {
-      const std::vector<int64_t> shape = bindings.resolve(state.type.shape);
-      int64_t elements = 1;
-      for (int64_t d : shape) elements *= d;
-      slot.states.emplace_back(static_cast<size_t>(elements), 0.f);
-    }
-    backend->slots_.push_back(std::move(slot));
-    backend->free_slots_.push_back(static_cast<size_t>(options.max_sequences - 1 - s));  // slot 0 is taken first
-  }
+                                                   std::to_string(options.max_context) + " rows (" +
+                                                   support::byte_size_text(total) + ")"));
 
   const frontend::WeightStore* store = backend->source_.weights.get();
   const frontend::InterpreterLoaders loaders = frontend::interpreter_loaders(*store);
   backend->interpreter_ = std::make_unique<ir::Interpreter>(module, loaders.values, loaders.packed,
-                                                            ir::InterpreterOptions{options.max_context, options.threads});
-  // One token through prefill loads every weight now rather than in the first request.
-  auto warm = backend->interpreter_->run("prefill", {ir::HostTensor::from_i32({1}, {0}), ir::HostTensor::scalar_i32(0)});
+                                                            ir::InterpreterOptions{bindings.L, options.threads});
+  // One token through decode_batch loads every weight now rather than in the first request.
+  auto one = ir::HostTensor::from_i32({1}, {0});
+  auto warm = backend->interpreter_->run(ir::kDecodeBatchFunction, {one, one, one});
   if (!warm) return warm.status().with_context("loading " + options.model.string() + " on the CPU");
 
   BackendInfo& info = backend->info_;
@@ -69,94 +64,36 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::open(const CpuBackendOptions& 
   info.max_sequences = options.max_sequences;
   info.max_context = options.max_context;
   info.vocab_size = source.config.vocab_size;
+  backend->sequences_ = std::make_unique<BatchedSequences>(
+      BatchLimits{options.max_sequences, options.max_context, options.prefill_chunk, /*max_rows=*/0, info.vocab_size});
   return backend;
 }
 
 CpuBackend::~CpuBackend() = default;
 
-Status CpuBackend::add(SequenceId id, SequenceStart start) {
-  if (sequences_.count(id)) return error(ErrorCode::kInvalidArgument, "sequence " + std::to_string(id) + " is already running");
-  if (free_slots_.empty())
-    return error(ErrorCode::kResourceExhausted, "all " + std::to_string(options_.max_sequences) + " cache slots are in use");
-  if (start.prompt.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
-  const int64_t needed = static_cast<int64_t>(start.prompt.size()) + start.max_new_tokens - 1;
-  if (needed > options_.max_context)
-    return error(ErrorCode::kResourceExhausted, std::to_string(start.prompt.size()) + " prompt tokens + " +
-                                                    std::to_string(start.max_new_tokens) + " new tokens need " +
-                                                    std::to_string(needed) + " cache rows, more than " +
-                                                    std::to_string(options_.max_context));
-  for (int32_t token : start.prompt)
-    if (token < 0 || token >= info_.vocab_size)
-      return error(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) + " is outside the vocabulary");
-  Sequence sequence;
-  sequence.prompt = std::move(start.prompt);
-  sequence.sampler = std::make_unique<HostSampler>(start.sampling);
-  sequence.slot = free_slots_.back();
-  free_slots_.pop_back();
-  sequences_.emplace(id, std::move(sequence));
-  return Status::ok();
-}
+Status CpuBackend::add(SequenceId id, SequenceStart start) { return sequences_->add(id, std::move(start)); }
 
-void CpuBackend::drop(SequenceId id) {
-  auto it = sequences_.find(id);
-  if (it == sequences_.end()) return;
-  // The slot's rows need no clearing: prefill writes from row 0 and attention reads only rows below
-  // position + T, all of them written by the sequence that owns the slot then.
-  free_slots_.push_back(it->second.slot);
-  sequences_.erase(it);
-}
-
-Status CpuBackend::swap(Slot& slot) {
-  for (size_t i = 0; i < state_names_.size(); ++i) AC_TRY(interpreter_->swap_state(state_names_[i], slot.states[i]));
-  return Status::ok();
-}
-
-Expected<std::vector<float>> CpuBackend::run(Sequence& sequence, const std::string& function, std::vector<int32_t> tokens,
-                                             int64_t position) {
-  Slot& slot = slots_[sequence.slot];
-  AC_TRY(swap(slot));
-  const int64_t count = static_cast<int64_t>(tokens.size());
-  auto outputs = interpreter_->run(function, {ir::HostTensor::from_i32({count}, std::move(tokens)),
-                                              ir::HostTensor::scalar_i32(static_cast<int32_t>(position))});
-  // The slot takes its cache back whatever happened, so the next sequence never runs on this one's rows.
-  Status swapped_back = swap(slot);
-  if (!outputs) return outputs.status();
-  AC_TRY(swapped_back);
-  if (outputs->empty() || (*outputs)[0].shape.size() != 2 || (*outputs)[0].shape[1] != info_.vocab_size)
-    return error(ErrorCode::kMismatch, function + " must return float logits [rows, " + std::to_string(info_.vocab_size) + "] first");
-  std::vector<float>& logits = (*outputs)[0].f32;  // [rows, V]
-  return std::vector<float>(logits.end() - info_.vocab_size, logits.end());
-}
+void CpuBackend::drop(SequenceId id) { sequences_->drop(id); }
 
 Expected<std::vector<StepOutput>> CpuBackend::step() {
-  std::vector<StepOutput> outputs;
-  for (auto& [id, sequence] : sequences_) {
-    Expected<std::vector<float>> logits = std::vector<float>{};
-    if (sequence.read < sequence.prompt.size()) {
-      const size_t chunk = std::min(sequence.prompt.size() - sequence.read, static_cast<size_t>(options_.prefill_chunk));
-      std::vector<int32_t> tokens(sequence.prompt.begin() + static_cast<std::ptrdiff_t>(sequence.read),
-                                  sequence.prompt.begin() + static_cast<std::ptrdiff_t>(sequence.read + chunk));
-      logits = run(sequence, "prefill", std::move(tokens), sequence.position);
-      if (logits) {
-        sequence.read += chunk;
-        sequence.position += static_cast<int64_t>(chunk);
-        if (sequence.read < sequence.prompt.size()) continue;  // more of the prompt next step
-      }
-    } else {
-      logits = run(sequence, "decode", {sequence.last}, sequence.position);
-      if (logits) ++sequence.position;
-    }
-    StepOutput output;
-    output.id = id;
-    if (!logits) {
-      output.status = logits.status().with_context("sequence " + std::to_string(id));
-    } else {
-      output.token = sequence.sampler->sample(*logits, &output.logprob);
-      sequence.last = output.token;
-    }
-    outputs.push_back(std::move(output));
-  }
-  return outputs;
+  return sequences_->step([this](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots) {
+    return run_rows(tokens, positions, slots);
+  });
+}
+
+Expected<std::vector<float>> CpuBackend::run_rows(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                                  const std::vector<int32_t>& slots) {
+  const auto count = static_cast<int64_t>(tokens.size());
+  std::vector<int32_t> bases;  // slot s owns cache rows [s * max_context, (s + 1) * max_context)
+  for (int32_t slot : slots) bases.push_back(static_cast<int32_t>(slot * options_.max_context));
+  auto result = interpreter_->run(ir::kDecodeBatchFunction, {ir::HostTensor::from_i32({count}, tokens),
+                                                             ir::HostTensor::from_i32({count}, positions),
+                                                             ir::HostTensor::from_i32({count}, std::move(bases))});
+  if (!result) return result.status().with_context("a batched step of " + std::to_string(count) + " rows");
+  if (result->empty() || (*result)[0].shape != std::vector<int64_t>{count, info_.vocab_size})
+    return error(ErrorCode::kMismatch, std::string(ir::kDecodeBatchFunction) + " must return float logits [" +
+                                           std::to_string(count) + ", " + std::to_string(info_.vocab_size) + "] first");
+  return std::move((*result)[0].f32);
 }
 
 }  // namespace agentcompile::serve

@@ -1,29 +1,30 @@
 // The CPU backend of `agentcompile serve --cpu`: the reference interpreter (fp32, ir/interpreter.h)
-// serving several sequences, so the server, its scheduler and its clients are tested where there is
-// no GPU.
+// serving several sequences with batched steps, so the server, its scheduler and its clients, and the
+// batched decode that the GPU engine runs, are tested where there is no GPU.
 //
-// One interpreter holds the weights once; each sequence owns a cache slot (every KV state of the
-// module, max_context rows) that is swapped into the interpreter for the sequence's calls
-// (Interpreter::swap_state exchanges buffers, no copy). Within a step the sequences run one after
-// another, each call using every thread: the CPU gains no throughput from concurrency, but the server
-// behaves as it will with batched GPU decode. A sequence reads its prompt in chunks of prefill_chunk
-// tokens, one chunk per step, so a long prompt does not stall the others' tokens. Sampling is on the
-// host (sampling.h): every request field is honoured.
+// One interpreter holds the weights once and one KV cache of max_sequences slots of max_context rows
+// each (slot s owns rows [s * max_context, (s + 1) * max_context) of every state). A step is ONE call of
+// decode_batch (ir/decode_batch.h), derived from the model's decode by the same pass the compiler uses:
+// its rows are every running sequence's next unit of work, each at its own position in its own slot —
+// a sequence still reading its prompt contributes its next chunk of up to prefill_chunk tokens, every
+// other sequence its last token. Each sequence takes the logits of its last row. The interpreter's rows
+// do not depend on each other, so a sequence gets bit for bit the logits it gets alone. Sampling is on
+// the host (sampling.h): every request field is honoured.
 #pragma once
 
 #include <filesystem>
-#include <map>
 #include <memory>
 
 #include "frontend/model_source.h"
 #include "ir/interpreter.h"
 #include "serve/backend.h"
+#include "serve/batched_sequences.h"
 
 namespace agentcompile::serve {
 
 struct CpuBackendOptions {
   std::filesystem::path model;   // .gguf file or HF checkpoint directory (weights needed)
-  int64_t max_context = 2048;    // KV rows per sequence; at most the model's context
+  int64_t max_context = 2048;    // KV rows per sequence (a slot); at most the model's context
   int64_t max_sequences = 4;     // cache slots
   int64_t prefill_chunk = 256;   // prompt tokens a sequence reads per step
   int threads = 0;               // interpreter threads; 0: every core
@@ -31,8 +32,8 @@ struct CpuBackendOptions {
 
 class CpuBackend final : public Backend {
  public:
-  // Opens the model, checks that every slot's cache fits in host memory and runs one token through
-  // prefill so that weights are loaded (and a broken model fails) before the first request.
+  // Opens the model, derives its decode_batch, checks that every slot's cache fits in host memory and
+  // runs one token through it so that weights are loaded (and a broken model fails) before the first request.
   static Expected<std::unique_ptr<CpuBackend>> open(const CpuBackendOptions& options);
   ~CpuBackend() override;
 
@@ -40,34 +41,19 @@ class CpuBackend final : public Backend {
   Status add(SequenceId id, SequenceStart start) override;
   Expected<std::vector<StepOutput>> step() override;
   void drop(SequenceId id) override;
-  size_t size() const override { return sequences_.size(); }
+  size_t size() const override { return sequences_->size(); }
 
  private:
-  struct Slot {
-    std::vector<std::vector<float>> states;  // one buffer per module state, [max_context, KV, D] each
-  };
-  struct Sequence {
-    std::vector<int32_t> prompt;
-    size_t read = 0;           // prompt tokens in the cache
-    int64_t position = 0;      // tokens in the cache
-    int32_t last = -1;         // the token the next decode call reads
-    std::unique_ptr<HostSampler> sampler;
-    size_t slot = 0;
-  };
-
   CpuBackend() = default;
-  // Runs one call of `function` for `sequence` with its cache swapped in; returns the last row's logits.
-  Expected<std::vector<float>> run(Sequence& sequence, const std::string& function, std::vector<int32_t> tokens, int64_t position);
-  Status swap(Slot& slot);
+  // One decode_batch call over a step's rows (batched_sequences.h); logits [rows, V].
+  Expected<std::vector<float>> run_rows(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                        const std::vector<int32_t>& slots);
 
   CpuBackendOptions options_;
   BackendInfo info_;
   frontend::ModelSource source_;
   std::unique_ptr<ir::Interpreter> interpreter_;
-  std::vector<std::string> state_names_;
-  std::vector<Slot> slots_;
-  std::vector<size_t> free_slots_;
-  std::map<SequenceId, Sequence> sequences_;  // ordered: a step runs them in the order they came
+  std::unique_ptr<BatchedSequences> sequences_;
 };
 
 }  // namespace agentcompile::serve

@@ -29,6 +29,19 @@ InputDomain domain_of(const ir::Function& f, const ir::Node& node, size_t k) {
     case OpKind::kIndexCopy:
       if (k == 1) return index(Domain::kDistinctIndex, f.type(node.result).shape, node.int_attr("axis"));
       break;
+    // decode_batch's per-row form (ir/decode_batch.h): each row's position inside its slot, each row's
+    // slot's first cache row.
+    case OpKind::kRope:
+      if (k == 1 && !f.type(node.operands[1]).shape.empty()) return {Domain::kRowPosition, 0};
+      break;
+    case OpKind::kKvAppend:
+      if (node.operands.size() == 3 && k == 1) return {Domain::kRowPosition, 0};
+      if (node.operands.size() == 3 && k == 2) return {Domain::kRowBase, 0};
+      break;
+    case OpKind::kAttention:
+      if (node.operands.size() == 5 && k == 3) return {Domain::kRowPosition, 0};
+      if (node.operands.size() == 5 && k == 4) return {Domain::kRowBase, 0};
+      break;
     case OpKind::kLog:
     case OpKind::kSqrt:
     case OpKind::kRsqrt:

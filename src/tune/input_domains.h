@@ -8,6 +8,9 @@
 //   - positive (log, sqrt, rsqrt, log1p, the base of pow): |x| + 1/16;
 //   - away from zero (reciprocal, a divisor): |x| + 1/2 with x's sign;
 //   - bounded (exp, expm1: |x| <= 8, so f16 results stay finite);
+//   - per-row positions and bases (decode_batch: rope, kv_append and attention in their per-row form):
+//     the cache's L rows split into one slot of L / T rows per row, each row in a slot of its own
+//     (a shuffle of the slots), at a position inside it;
 //   - products (cumprod, reduce_prod): exp(x / 50) for x clipped to [-1, 1], a random walk in log
 //     space with no drift, so products of tens of thousands of terms stay finite (in f16 too) and
 //     away from 0.
@@ -23,7 +26,7 @@
 
 namespace agentcompile::tune {
 
-enum class Domain { kAny, kIndex, kDistinctIndex, kPositive, kNonzero, kBounded, kProduct };
+enum class Domain { kAny, kIndex, kDistinctIndex, kPositive, kNonzero, kBounded, kProduct, kRowPosition, kRowBase };
 
 struct InputDomain {
   Domain domain = Domain::kAny;

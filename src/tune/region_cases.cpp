@@ -24,7 +24,18 @@ bool is_integer(ir::DType dtype) { return dtype == ir::DType::kI32 || dtype == i
 
 // An i32 input: indices in [0, limit) (distinct ones for index_copy: a shuffled prefix of the
 // range), or small integers of either sign.
-TestTensor integer_input(const ir::TensorType& type, const std::vector<int64_t>& shape, const InputDomain& domain, uint64_t seed) {
+TestTensor integer_input(const ir::TensorType& type, const std::vector<int64_t>& shape, const InputDomain& domain, uint64_t seed,
+                         const RegionBindings& bindings) {
+  if (domain.domain == Domain::kRowPosition || domain.domain == Domain::kRowBase) {
+    // One slot of L / T rows per row (input_domains.h): positions inside it, bases a shuffle of the slots.
+    const int64_t rows = std::max<int64_t>(1, bindings.T);
+    const auto slot = static_cast<int32_t>(std::max<int64_t>(1, bindings.L / rows));
+    if (domain.domain == Domain::kRowPosition)
+      return random_tensor(ir::DType::kI32, shape, Distribution::kUniform, seed, 1.0f, slot);
+    TestTensor slots = integer_input(type, shape, InputDomain{Domain::kDistinctIndex, static_cast<int32_t>(rows)}, seed, bindings);
+    for (float& v : slots.values) v *= static_cast<float>(slot);
+    return tensor_from_values(type.dtype, shape, std::move(slots.values));
+  }
   if (domain.domain == Domain::kIndex) return random_tensor(ir::DType::kI32, shape, Distribution::kUniform, seed, 1.0f, domain.limit);
   TestTensor t = random_tensor(ir::DType::kI32, shape, Distribution::kUniform, seed, 1.0f, domain.domain == Domain::kAny ? 128 : domain.limit);
   if (domain.domain == Domain::kAny) {
@@ -98,7 +109,7 @@ RegionCase random_case(const ir::Module& region_module, const RegionLayout& layo
     if (type.dtype == ir::DType::kI32 && type.shape.empty() && domains[i].domain == Domain::kAny) {
       c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));  // a position
     } else if (type.dtype == ir::DType::kI32) {
-      c.inputs.push_back(integer_input(type, shape, domains[i], ++stream));
+      c.inputs.push_back(integer_input(type, shape, domains[i], ++stream, bindings));
     } else if (domains[i].domain == Domain::kAny || type.dtype == ir::DType::kBool) {
       c.inputs.push_back(random_tensor(type.dtype, shape, distribution, ++stream));
     } else {

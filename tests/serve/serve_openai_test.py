@@ -53,6 +53,25 @@ class OpenAIClientTest(unittest.TestCase):
         self.assertGreater(answer.usage.completion_tokens, 0)
         self.assertEqual(answer.usage.total_tokens, answer.usage.prompt_tokens + answer.usage.completion_tokens)
 
+    def test_concurrent_requests_get_what_each_gets_alone(self):
+        """Four requests at once share each batched step (one decode_batch call over their rows, prompt chunks
+        and decode tokens mixed); each gets the greedy text it gets when it runs alone."""
+        import threading
+        prompts = ["The capital of France is", "One, two, three,", "def fibonacci(n):", "Once upon a time"]
+
+        def ask(prompt):
+            return self.client.completions.create(model=self.model, prompt=prompt, max_tokens=12, temperature=0).choices[0].text
+
+        alone = [ask(p) for p in prompts]
+        together, threads = [None] * len(prompts), []
+        for i, prompt in enumerate(prompts):
+            threads.append(threading.Thread(target=lambda i=i, prompt=prompt: together.__setitem__(i, ask(prompt))))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+        self.assertEqual(together, alone)
+
     def test_chat_streams_the_same_greedy_answer(self):
         messages = [{"role": "user", "content": QUESTION}]
         whole = self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=10, temperature=0)

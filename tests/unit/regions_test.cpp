@@ -7,6 +7,7 @@
 #include "analysis/summary.h"
 #include "model_fixtures.h"
 #include "golden.h"
+#include "ir/decode_batch.h"
 #include "ir/text.h"
 
 namespace agentcompile {
@@ -25,6 +26,13 @@ TEST(Regions, Qwen3Golden) {
   ir::Module module = build("qwen3-1.7b.json");
   testing::expect_golden("regions_qwen3_decode.txt", listing(module, "decode", {1, 2048}));
   testing::expect_golden("regions_qwen3_prefill.txt", listing(module, "prefill", {512, 512}));
+}
+
+// decode_batch (ir/decode_batch.h) at a batch of 16 rows: the decode layer's regions, each row its own sequence.
+TEST(Regions, Qwen3DecodeBatchGolden) {
+  ir::Module module = build("qwen3-1.7b.json");
+  ASSERT_TRUE(ir::add_decode_batch(module).is_ok());
+  testing::expect_golden("regions_qwen3_decode_batch.txt", listing(module, ir::kDecodeBatchFunction, {16, 2048}));
 }
 
 TEST(Regions, LlamaGolden) {

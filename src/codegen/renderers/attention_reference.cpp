@@ -36,11 +36,20 @@ std::string render_reference_kernel(const plan::AttentionReferenceConfig& config
       << "  p.k = " << slot_pointer(m.k, T, true) << ";  // [L, " << KV << ", " << D << "]\n"
       << "  p.v = " << slot_pointer(m.v, T, true) << ";  // [L, " << KV << ", " << D << "]\n"
       << "  p.o = " << slot_pointer(m.o, T, false) << ";  // [" << rows << ", " << NH << ", " << D << "]\n"
-      << "  p.pos = " << slot_pointer(m.pos, "int", true) << ";  // []\n"
+      << "  p.pos = " << slot_pointer(m.pos, "int", true) << (m.base.empty() ? ";  // []\n" : ";  // [T] per row\n")
       << "  p.tokens = " << (tokens ? std::to_string(tokens) : "a.T") << ";\n"
       << "  p.L = a.L;\n"
       << "  p.scale = " << scale_literal << ";  // " << scale << "\n";
   if (m.window > 0) src << "  p.window = " << m.window << ";  // sliding window\n";
+  if (!m.base.empty()) {
+    // decode_batch's rows (attention_reference.cuh, ROWS): each query over its own sequence's cache rows.
+    src << "  p.base = " << slot_pointer(m.base, "int", true) << ";  // [T] each row's first cache row\n"
+        << "  ac::attention_reference<"
+        << template_args({{"T", T}, {"D", D}, {"NH", NH}, {"KV", KV}, {"THREADS", config.schedule.threads}, {"TILE", config.schedule.tile},
+                          {"ROWS", "true"}})
+        << ">(p);\n}\n";
+    return src.str();
+  }
   src << "  ac::attention_reference<"
       << template_args({{"T", T}, {"D", D}, {"NH", NH}, {"KV", KV}, {"THREADS", config.schedule.threads}, {"TILE", config.schedule.tile}})
       << ">(p);\n}\n";

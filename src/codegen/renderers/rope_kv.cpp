@@ -45,6 +45,13 @@ std::string render_rope_kv_kernel(const plan::RopeKvConfig& config, const std::s
       << "  p.eps = " << float_literal(m.eps ? static_cast<float>(*m.eps) : 0.f) << ";\n"
       << "  p.tokens = a.T;\n  p.L = a.L;\n";
   if (m.rope && m.rope->scale != 1.f) src << "  p.rope_scale = " << float_literal(m.rope->scale) << ";\n";
+  if (m.per_row) {
+    // decode_batch's rows (rope_kv.cuh, ROWS): a position and a cache row base per token.
+    src << "  p.base = " << slot_pointer(m.base, "int", true) << ";\n";
+    src << "  ac::rope_kv<" << template_args({{"T", T}, {"D", D}, {"VEC", p.vec}, {"THREADS", p.threads}, {"STREAMS", streams}, {"W", W}, {"ROWS", "true"}})
+        << ">(p);\n}\n";
+    return src.str();
+  }
   src << "  ac::rope_kv<" << template_args({{"T", T}, {"D", D}, {"VEC", p.vec}, {"THREADS", p.threads}, {"STREAMS", streams}}) << ">(p);\n}\n";
   return src.str();
 }

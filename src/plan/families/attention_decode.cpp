@@ -187,6 +187,7 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
     const auto view = read_attention_region(ctx, nullptr);
     if (!view) return std::nullopt;
     const ir::Node& n = *view->attention;
+    if (n.operands.size() != 4) return std::nullopt;  // decode_batch's per-row form: not this kernel's (yet)
     const auto& q = ctx.function->type(n.operands[0]);  // [1, NH, D]
     const auto& k = ctx.function->type(n.operands[1]);  // [L, KV, D]
     const auto& v = ctx.function->type(n.operands[2]);  // [L, KV, D]

@@ -120,7 +120,10 @@ std::optional<AttentionRegionView> read_attention_region(const RegionContext& ct
   view.attention = &ctx.node(static_cast<int>(ctx.size()) - 1);
   const ir::Node& attn = *view.attention;
   if (attn.op != OpKind::kAttention) return fail("the region does not end in an attention op");
-  if (attn.operands.size() != 4) return fail("attention takes q, k, v and pos; this one has " + std::to_string(attn.operands.size()) + " operands");
+  // decode_batch's per-row form (q, k, v, pos[T], base[T]) comes alone: its rope and appends are a region of their own.
+  const bool per_row = attn.operands.size() == 5 && ctx.size() == 1;
+  if (attn.operands.size() != 4 && !per_row)
+    return fail("attention takes q, k, v and pos; this one has " + std::to_string(attn.operands.size()) + " operands");
   if (ctx.size() == 1) return view;
 
   PrologueReader reader(ctx);

@@ -46,6 +46,9 @@ int64_t prologue_vec(int64_t D) {
   return 0;
 }
 
+// "decode" (one query), "rows" (decode_batch: one query per sequence, each over its own rows) or "prefill".
+std::string variant_of(const AttentionReferenceMatch& m) { return m.decode ? "decode" : !m.base.empty() ? "rows" : "prefill"; }
+
 float scale_of(const ir::Node& attn) { return static_cast<float>(attn.float_attr("scale", 1.0)); }  // the interpreter's default
 
 class AttentionReferenceFamily final : public TypedFamily<AttentionReferenceMatch, AttentionReferenceConfig> {
@@ -69,6 +72,7 @@ class AttentionReferenceFamily final : public TypedFamily<AttentionReferenceMatc
     m.scale = scale_of(attn);
     m.window = std::max<int64_t>(0, attn.int_attr("window", 0));
     m.pos = ctx.slot_of(attn.operands[3]);
+    if (attn.operands.size() == 5) m.base = ctx.slot_of(attn.operands[4]);
     m.o = ctx.slot_of(attn.result);
     if (view->prologue) {
       m.q = view->prologue->q_in;
@@ -100,7 +104,7 @@ class AttentionReferenceFamily final : public TypedFamily<AttentionReferenceMatc
   std::string kernel_name(const AttentionReferenceConfig& config) const override {
     const AttentionReferenceMatch& m = config.match;
     std::ostringstream name;
-    name << "attention_reference_" << (m.decode ? "decode" : "prefill") << "_" << dtype_tag(m.dtype) << "_h" << m.NH << "x" << m.KV
+    name << "attention_reference_" << variant_of(m) << "_" << dtype_tag(m.dtype) << "_h" << m.NH << "x" << m.KV
          << "_d" << m.D << (m.prologue ? prologue_name(*m.prologue) : "");
     if (m.tokens_static > 1) name << "_q" << m.tokens_static;
     // The scale is a value, not a choice; spelled only when it is not the usual 1/sqrt(D).
@@ -137,7 +141,7 @@ Match AttentionReferenceConfig::match_view() const {
   Match m;
   m.dtype = a.dtype;
   m.out_dtype = a.dtype;
-  m.variant = a.decode ? "decode" : "prefill";
+  m.variant = variant_of(a);
   m.facts["NH"] = a.NH;
   m.facts["KV"] = a.KV;
   m.facts["D"] = a.D;
@@ -145,6 +149,7 @@ Match AttentionReferenceConfig::match_view() const {
   m.facts["scale_bits"] = std::bit_cast<uint32_t>(a.scale);
   if (a.window > 0) m.facts["window"] = a.window;
   m.roles["pos"] = a.pos;
+  if (!a.base.empty()) m.roles["base"] = a.base;
   m.roles["o"] = a.o;
   if (a.prologue) {
     add_prologue_to_match(*a.prologue, m);
@@ -211,11 +216,14 @@ std::string attention_reference_rejection(const RegionContext& ctx) {
   if (k.dtype != q.dtype || o.dtype != q.dtype)
     return "mixed dtypes (q " + std::string(ir::dtype_name(q.dtype)) + ", k/v " + std::string(ir::dtype_name(k.dtype)) + ", out " +
            std::string(ir::dtype_name(o.dtype)) + "): the reference kernel reads and writes one dtype";
-  if (pos.dtype != ir::DType::kI32 || !pos.shape.empty()) return "pos must be an i32[] scalar, got " + pos.to_string();
+  const bool per_row = attn.operands.size() == 5;
+  if (pos.dtype != ir::DType::kI32 || pos.shape.size() != (per_row ? 1u : 0u))
+    return (per_row ? "per-row pos must be i32[T], got " : "pos must be an i32[] scalar, got ") + pos.to_string();
   if (q.shape[0].is_static() && q.shape[0].value < 1) return "no query rows: " + q.to_string();
   const std::vector<ir::ValueId> interface = view->prologue ? std::vector<ir::ValueId>{attn.operands[3], attn.result}
                                                            : std::vector<ir::ValueId>{attn.operands[0], attn.operands[1], attn.operands[2],
                                                                                       attn.operands[3], attn.result};
+  if (per_row && ctx.slot_of(attn.operands[4]).empty()) return "the per-row base is not on the region's interface";
   for (ir::ValueId value : interface)
     if (ctx.slot_of(value).empty()) return "an attention operand or result is not on the region's interface";
   return "";

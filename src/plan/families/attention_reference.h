@@ -26,6 +26,7 @@ struct AttentionReferenceMatch {
   float scale = 1.f;
   int64_t window = 0;      // 0: none
   std::string q, k, v, pos, o;  // slots; with a prologue q is the raw query input, k and v the caches
+  std::string base;        // decode_batch's per-row form: each row's first cache row (pos is then per row too); "" otherwise
   std::optional<AttentionPrologue> prologue;
   int64_t prologue_vec = 0;  // elements per lane of the prologue's rope_kv kernel
 };

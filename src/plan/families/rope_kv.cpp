@@ -78,8 +78,12 @@ class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
       streams.push_back(Stream{v, v});
       return &streams.back();
     };
+    // One position for the call (i32[]), or decode_batch's per-row form (ir/decode_batch.h: pos i32[T] and
+    // the kv_appends' base i32[T]), the same for every op of the region.
+    ir::ValueId base = ir::kNoValue;
     auto same_pos = [&](ir::ValueId p) {
-      if (ctx.slot_of(p).rfind("in", 0) != 0 || ctx.function->type(p).dtype != ir::DType::kI32) return false;
+      if (ctx.slot_of(p).rfind("in", 0) != 0 || ctx.function->type(p).dtype != ir::DType::kI32 || ctx.function->type(p).shape.size() > 1)
+        return false;
       if (pos == ir::kNoValue) pos = p;
       return pos == p;
     };
@@ -111,6 +115,10 @@ class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
         if (s && s->append) return std::nullopt;
         if (!s && !(s = start(n.operands[0]))) return std::nullopt;
         if (!same_pos(n.operands[1])) return std::nullopt;
+        if (n.operands.size() == 3) {
+          if (ctx.slot_of(n.operands[2]).rfind("in", 0) != 0 || (base != ir::kNoValue && base != n.operands[2])) return std::nullopt;
+          base = n.operands[2];
+        }
         s->append = &n;
       } else {
         return std::nullopt;
@@ -183,6 +191,15 @@ class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
       if (n.op != OpKind::kKvAppend && !last && !ctx.slot_of(n.result).empty()) return std::nullopt;
     }
     m.pos = ctx.slot_of(pos);
+    const bool per_row = ctx.function->type(pos).shape.size() == 1;
+    if (per_row != (base != ir::kNoValue) && std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.append; }))
+      return std::nullopt;  // per-row positions need each append's row base, and only they have one
+    if (per_row) {
+      if (ctx.function->type(pos).shape[0] != first_type.shape[0]) return std::nullopt;
+      if (base != ir::kNoValue) m.base = ctx.slot_of(base);
+      else m.base = "";
+      m.per_row = true;
+    }
     m.D = D;
     if (first_type.shape[0].is_static()) m.tokens = first_type.shape[0].value;
     if (norm_attrs) m.eps = norm_attrs->float_attr("eps");
@@ -234,6 +251,7 @@ class RopeKvFamily final : public TypedFamily<RopeKvMatch, RopeKvConfig> {
     for (size_t s = 0; s < m.streams.size(); ++s)
       if (m.streams[s].norm_width) name << "_full" << s;
     if (m.norm_f32) name << "_wf32";
+    if (m.per_row) name << "_rows";
     name << "_v" << config.schedule.vec << "_t" << config.schedule.threads;
     return name.str();
   }
@@ -267,6 +285,10 @@ Match RopeKvConfig::match_view() const {
     if (!s.cache.empty()) m.roles["cache" + k] = s.cache;
   }
   m.roles["pos"] = r.pos;
+  if (r.per_row) {
+    m.facts["per_row"] = 1;
+    if (!r.base.empty()) m.roles["base"] = r.base;
+  }
   m.facts["streams"] = static_cast<int64_t>(r.streams.size());
   m.facts["rows"] = r.rows();
   m.facts["D"] = r.D;

@@ -27,7 +27,9 @@ struct RopeKvMatch {
   ir::DType dtype = ir::DType::kF16;
   int64_t D = 0;
   std::vector<RopeKvStream> streams;  // 1 to 3
-  std::string pos;                    // the position input
+  std::string pos;                    // the position input: i32[], or i32[T] with `base` (decode_batch's per-row form)
+  bool per_row = false;               // pos is i32[T]: each row its own sequence's position
+  std::string base;                   // per-row form: each row's first cache row, i32[T] ("" when nothing is appended)
   std::optional<int64_t> tokens;      // a static token count; nullopt: T
   std::optional<double> eps;          // the norms' epsilon
   bool norm_f32 = false;              // f32 norm weights with 16-bit rows (Gemma's 1 + w)

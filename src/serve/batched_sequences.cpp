@@ -1,0 +1,100 @@
+// A batched backend's sequences and the rows of its steps (see batched_sequences.h).
+#include "serve/batched_sequences.h"
+
+#include <algorithm>
+#include <span>
+
+namespace agentcompile::serve {
+
+BatchedSequences::BatchedSequences(BatchLimits limits) : limits_(limits) {
+  for (int64_t s = limits_.slots - 1; s >= 0; --s) free_slots_.push_back(static_cast<int32_t>(s));  // slot 0 is taken first
+}
+
+Status BatchedSequences::add(SequenceId id, SequenceStart start) {
+  if (sequences_.count(id)) return error(ErrorCode::kInvalidArgument, "sequence " + std::to_string(id) + " is already running");
+  if (free_slots_.empty())
+    return error(ErrorCode::kResourceExhausted, "all " + std::to_string(limits_.slots) + " cache slots are in use");
+  if (start.prompt.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
+  const int64_t needed = static_cast<int64_t>(start.prompt.size()) + start.max_new_tokens - 1;
+  if (needed > limits_.context)
+    return error(ErrorCode::kResourceExhausted, std::to_string(start.prompt.size()) + " prompt tokens + " +
+                                                    std::to_string(start.max_new_tokens) + " new tokens need " +
+                                                    std::to_string(needed) + " cache rows, more than " +
+                                                    std::to_string(limits_.context));
+  for (int32_t token : start.prompt)
+    if (token < 0 || token >= limits_.vocab_size)
+      return error(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) + " is outside the vocabulary");
+  Sequence sequence;
+  sequence.prompt = std::move(start.prompt);
+  sequence.sampler = std::make_unique<HostSampler>(start.sampling);
+  sequence.slot = free_slots_.back();
+  free_slots_.pop_back();
+  sequences_.emplace(id, std::move(sequence));
+  return Status::ok();
+}
+
+void BatchedSequences::drop(SequenceId id) {
+  auto it = sequences_.find(id);
+  if (it == sequences_.end()) return;
+  // The slot's rows need no clearing: a sequence writes its rows from position 0 and attention reads only
+  // rows up to its own position, all of them written by the sequence that owns the slot then.
+  free_slots_.push_back(it->second.slot);
+  sequences_.erase(it);
+}
+
+Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
+  struct Take {
+    SequenceId id;
+    Sequence* sequence;
+    size_t rows;  // rows of this step
+    bool yields;  // its last row's logits give a token (the last chunk of a prompt, or decode)
+  };
+  std::vector<Take> takes;
+  std::vector<int32_t> tokens, positions, slots;
+  auto add_rows = [&](SequenceId id, Sequence& sequence, size_t rows, bool yields) {
+    for (size_t i = 0; i < rows; ++i) {
+      positions.push_back(static_cast<int32_t>(sequence.position + static_cast<int64_t>(i)));
+      slots.push_back(sequence.slot);
+    }
+    takes.push_back(Take{id, &sequence, rows, yields});
+  };
+  // Decode rows first: a token per decoding sequence every step, whatever the prompts waiting.
+  for (auto& [id, sequence] : sequences_) {
+    if (sequence.read < sequence.prompt.size()) continue;
+    tokens.push_back(sequence.last);
+    add_rows(id, sequence, 1, true);
+  }
+  for (auto& [id, sequence] : sequences_) {
+    if (sequence.read >= sequence.prompt.size()) continue;
+    size_t rows = std::min(sequence.prompt.size() - sequence.read, static_cast<size_t>(limits_.prefill_chunk));
+    if (limits_.max_rows > 0) rows = std::min(rows, static_cast<size_t>(std::max<int64_t>(0, limits_.max_rows - static_cast<int64_t>(tokens.size()))));
+    if (rows == 0) continue;  // no room left in this step
+    for (size_t i = 0; i < rows; ++i) tokens.push_back(sequence.prompt[sequence.read + i]);
+    add_rows(id, sequence, rows, sequence.read + rows == sequence.prompt.size());
+  }
+  std::vector<StepOutput> outputs;
+  if (takes.empty()) return outputs;
+
+  const auto count = static_cast<int64_t>(tokens.size());
+  AC_ASSIGN_OR_RETURN(std::vector<float> logits, run(tokens, positions, slots));
+  const int64_t V = limits_.vocab_size;
+  if (static_cast<int64_t>(logits.size()) != count * V)
+    return error(ErrorCode::kMismatch, "a batched step of " + std::to_string(count) + " rows returned " + std::to_string(logits.size()) +
+                                           " logits, not rows x vocabulary (" + std::to_string(count * V) + ")");
+  int64_t row = 0;
+  for (const Take& take : takes) {
+    Sequence& sequence = *take.sequence;
+    row += static_cast<int64_t>(take.rows);
+    sequence.position += static_cast<int64_t>(take.rows);
+    if (sequence.read < sequence.prompt.size()) sequence.read += take.rows;
+    if (!take.yields) continue;  // more of the prompt next step
+    StepOutput output;
+    output.id = take.id;
+    output.token = sequence.sampler->sample(std::span<float>(logits.data() + (row - 1) * V, static_cast<size_t>(V)), &output.logprob);
+    sequence.last = output.token;
+    outputs.push_back(std::move(output));
+  }
+  return outputs;
+}
+
+}  // namespace agentcompile::serve

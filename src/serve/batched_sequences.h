@@ -1,0 +1,61 @@
+// The sequences of a batched backend and the rows of each of its steps, shared by the CPU backend
+// (the interpreter's decode_batch) and the GPU one (Engine::decode_rows): both run one decode_batch
+// call per step (ir/decode_batch.h) and differ only in what runs it.
+//
+// Each sequence owns a KV slot. A step's rows are first every decoding sequence's last token, then, in
+// the order the sequences came, the next prompt chunk of those still reading their prompt (up to
+// prefill_chunk tokens each, and within max_rows rows for the whole step: a sequence left without
+// rows waits a step). A sequence samples the logits of its last row when that row ends its prompt or
+// is a decode row; sampling is on the host (sampling.h), so every request field is honoured.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "serve/backend.h"
+
+namespace agentcompile::serve {
+
+struct BatchLimits {
+  int64_t slots = 1;           // KV slots: sequences at once
+  int64_t context = 0;         // rows of one slot: prompt + generated tokens must fit
+  int64_t prefill_chunk = 256; // prompt tokens a sequence reads per step
+  int64_t max_rows = 0;        // rows of one step; 0: no limit
+  int64_t vocab_size = 0;
+};
+
+// Runs one step's rows: token ids, each row's position and its sequence's slot; returns float logits
+// [rows, vocab] (in a buffer the sampler may modify).
+using RowRunner = std::function<Expected<std::vector<float>>(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                                             const std::vector<int32_t>& slots)>;
+
+class BatchedSequences {
+ public:
+  explicit BatchedSequences(BatchLimits limits);
+
+  // Takes a sequence into a free slot (errors as Backend::add).
+  Status add(SequenceId id, SequenceStart start);
+  // Frees the sequence's slot; unknown ids are ignored.
+  void drop(SequenceId id);
+  size_t size() const { return sequences_.size(); }
+  // One step: every sequence's rows through `run`, one output per sequence that yields a token.
+  Expected<std::vector<StepOutput>> step(const RowRunner& run);
+
+ private:
+  struct Sequence {
+    std::vector<int32_t> prompt;
+    size_t read = 0;           // prompt tokens in the cache
+    int64_t position = 0;      // tokens in the cache
+    int32_t last = -1;         // the token the next decode row reads
+    std::unique_ptr<HostSampler> sampler;
+    int32_t slot = 0;
+  };
+
+  BatchLimits limits_;
+  std::vector<int32_t> free_slots_;
+  std::map<SequenceId, Sequence> sequences_;  // ordered: a step takes them in the order they came
+};
+
+}  // namespace agentcompile::serve

@@ -1,0 +1,84 @@
+// The rows of a batched backend's steps (serve/batched_sequences.h), with a scripted row runner: decode
+// rows come first, prompt chunks fill what the step's row limit leaves, a sequence yields a token only
+// when its prompt ends or it decodes, each row carries its sequence's position and slot, freed slots are
+// reused, and limits are errors.
+#include "serve/batched_sequences.h"
+
+#include <gtest/gtest.h>
+
+namespace agentcompile::serve {
+namespace {
+
+constexpr int64_t kVocab = 50;
+
+struct Call {
+  std::vector<int32_t> tokens, positions, slots;
+};
+
+// Logits whose argmax is (token + position + slot) % vocab, so every token depends on the row's fields.
+RowRunner scripted(std::vector<Call>& calls) {
+  return [&calls](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots) {
+    calls.push_back({tokens, positions, slots});
+    std::vector<float> logits(tokens.size() * kVocab, 0.f);
+    for (size_t r = 0; r < tokens.size(); ++r) logits[r * kVocab + (tokens[r] + positions[r] + slots[r]) % kVocab] = 1.f;
+    return Expected<std::vector<float>>(std::move(logits));
+  };
+}
+
+SequenceStart greedy(std::vector<int32_t> prompt, int64_t tokens) {
+  SamplingParams sampling;
+  sampling.temperature = 0;
+  return SequenceStart{std::move(prompt), sampling, tokens};
+}
+
+TEST(BatchedSequences, DecodeRowsFirstThenPromptChunksWithinTheRowLimit) {
+  BatchedSequences sequences(BatchLimits{3, 64, 4, 5, kVocab});
+  std::vector<Call> calls;
+  ASSERT_TRUE(sequences.add(1, greedy({1, 2}, 4)));
+  auto first = sequences.step(scripted(calls));  // the 2-token prompt in one chunk: yields
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ((*first)[0].token, (2 + 1 + 0) % kVocab);  // last prompt token 2 at position 1 in slot 0
+  ASSERT_TRUE(sequences.add(2, greedy({5, 6, 7, 8, 9, 10, 11}, 2)));
+  auto second = sequences.step(scripted(calls));
+  ASSERT_TRUE(second);
+  // One decode row for sequence 1, then 4 prompt rows of sequence 2 (its chunk; the limit of 5 allows 4).
+  EXPECT_EQ(calls.back().tokens, (std::vector<int32_t>{3, 5, 6, 7, 8}));
+  EXPECT_EQ(calls.back().positions, (std::vector<int32_t>{2, 0, 1, 2, 3}));
+  EXPECT_EQ(calls.back().slots, (std::vector<int32_t>{0, 1, 1, 1, 1}));
+  ASSERT_EQ(second->size(), 1u) << "sequence 2 is still reading its prompt";
+  ASSERT_TRUE(sequences.add(3, greedy({20, 21, 22, 23, 24, 25}, 2)));
+  auto third = sequences.step(scripted(calls));
+  ASSERT_TRUE(third);
+  // Decode row of 1, the last 3 prompt tokens of 2, then 1 row left for 3's prompt.
+  EXPECT_EQ(calls.back().tokens.size(), 5u);
+  EXPECT_EQ(calls.back().slots, (std::vector<int32_t>{0, 1, 1, 1, 2}));
+  EXPECT_EQ(calls.back().positions, (std::vector<int32_t>{3, 4, 5, 6, 0}));
+  EXPECT_EQ(third->size(), 2u) << "1 decodes, 2 ends its prompt";
+  sequences.drop(1);
+  ASSERT_TRUE(sequences.add(4, greedy({30}, 1)));
+  auto fourth = sequences.step(scripted(calls));
+  ASSERT_TRUE(fourth);
+  // 2 decodes, 3 reads 4 more of its prompt: no row left for 4, which waits a step.
+  EXPECT_EQ(calls.back().slots, (std::vector<int32_t>{1, 2, 2, 2, 2}));
+  auto fifth = sequences.step(scripted(calls));
+  ASSERT_TRUE(fifth);
+  EXPECT_EQ(calls.back().slots, (std::vector<int32_t>{1, 2, 0})) << "the freed slot 0 serves the new sequence";
+  EXPECT_EQ(fifth->size(), 3u);
+}
+
+TEST(BatchedSequences, LimitsAreErrors) {
+  BatchedSequences sequences(BatchLimits{1, 8, 4, 0, kVocab});
+  EXPECT_EQ(sequences.add(1, greedy({}, 1)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sequences.add(1, greedy({1, 2, 3}, 7)).code(), ErrorCode::kResourceExhausted) << "3 + 7 - 1 rows > 8";
+  EXPECT_EQ(sequences.add(1, greedy({kVocab}, 1)).code(), ErrorCode::kInvalidArgument) << "id past the vocabulary";
+  ASSERT_TRUE(sequences.add(1, greedy({1}, 1)));
+  EXPECT_EQ(sequences.add(2, greedy({1}, 1)).code(), ErrorCode::kResourceExhausted) << "one slot";
+  auto wrong = sequences.step([](const std::vector<int32_t>&, const std::vector<int32_t>&, const std::vector<int32_t>&) {
+    return Expected<std::vector<float>>(std::vector<float>(3));
+  });
+  EXPECT_FALSE(wrong) << "logits of the wrong size";
+}
+
+}  // namespace
+}  // namespace agentcompile::serve
