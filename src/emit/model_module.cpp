@@ -4,6 +4,7 @@
 #include "analysis/recognize/recognize.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "shard/shard.h"
 
 namespace agentcompile::emit {
 
@@ -15,9 +16,7 @@ std::string print_without_locations(ir::Module module) {
   return ir::print_module(module);
 }
 
-}  // namespace
-
-Expected<ModelModule> model_module(const frontend::ModelSource& source) {
+Expected<ModelModule> whole_module(const frontend::ModelSource& source) {
   ModelModule out;
   AC_ASSIGN_OR_RETURN(ir::Module module, frontend::source_module(source));
   AC_TRY(ir::verify_module(module));
@@ -31,6 +30,17 @@ Expected<ModelModule> model_module(const frontend::ModelSource& source) {
   for (const auto& [pass, count] : report.fired) out.recognized.push_back(pass + ": " + std::to_string(count));
   out.raised = !report.fired.empty();
   for (const auto& note : report.notes) out.recognized.push_back(note);
+  out.ir_text = print_without_locations(out.module);
+  return out;
+}
+
+}  // namespace
+
+Expected<ModelModule> model_module(const frontend::ModelSource& source, const ModuleShard& shard) {
+  AC_ASSIGN_OR_RETURN(ModelModule out, whole_module(source));
+  if (shard.ranks < 1) return out;
+  // Sharded after recognition: the roles are found on the semantic graph (shard/roles.h).
+  AC_ASSIGN_OR_RETURN(out.module, shard::shard_module(out.module, {shard.ranks, shard.rank}));
   out.ir_text = print_without_locations(out.module);
   return out;
 }

@@ -21,6 +21,13 @@ struct ModelModule {
   bool raised = false;                  // recognition rewrote the captured module (some rule fired)
 };
 
-Expected<ModelModule> model_module(const frontend::ModelSource& source);
+// Tensor parallelism: the rank module of `rank` of `ranks` (shard/shard.h); ranks 0 is the whole model.
+// A rank's module prints its parameters' checkpoint ranges, so each rank's artifact has a key of its own.
+struct ModuleShard {
+  int ranks = 0;
+  int rank = 0;
+};
+
+Expected<ModelModule> model_module(const frontend::ModelSource& source, const ModuleShard& shard = {});
 
 }  // namespace agentcompile::emit
