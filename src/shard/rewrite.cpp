@@ -165,10 +165,6 @@ class FunctionRewriter {
 
   int64_t split_of(ir::ValueId rank_value) const { return split_[static_cast<size_t>(rank_value)]; }
   const ir::TensorType& old_type(ir::ValueId old) const { return f_.type(old); }
-  bool is_source(ir::ValueId old) const {
-    const int p = f_.value(old).producer;
-    return p >= 0 && ir::op_info(f_.nodes[static_cast<size_t>(p)].op).op_class == ir::OpClass::kSource;
-  }
   Status needs_whole(ir::ValueId rank_value, const std::string& what) const {
     if (split_of(rank_value) == kWhole) return Status::ok();
     return unsupported(what + " %" + g_.value(rank_value).name + " is split over the ranks along axis " +
