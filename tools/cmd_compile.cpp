@@ -74,6 +74,9 @@ void add_compile_command(CLI::App& app) {
                   "Quantize a checkpoint's linear weights to nearest: int8[:bf16] (per output channel) or int4[:g32|:g64|:g128][:zp][:bf16] "
                   "(groups along K, default g128; zp: zero points; bf16: bf16 scales); the logits' projection keeps its dtype");
   cmd->add_flag("--dequantize", options->dequantize, "GGUF: dequantize the file's blocks to the model's float type at load (f16 path)");
+  cmd->add_option("--tensor-parallel", options->tensor_parallel,
+                  "Compile the N rank modules of tensor parallelism (Megatron sharding), one artifact per rank in OUTPUT/rank<r>")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("-v,--verbose", options->verbose, "A progress line per advisor exchange, with the reply and every rejection");
   add_advisor_options(cmd, options.get(), advice_cache.get());
   cmd->callback([options, model, output, cache, advice_cache] {
@@ -82,17 +85,25 @@ void add_compile_command(CLI::App& app) {
     options->cache_dir = *cache;
     options->advisor.cache_dir = *advice_cache;
     ProgressPrinter printer(isatty(STDERR_FILENO) != 0);
-    auto summary = compile_model(
-        *options, [&](const std::string& line) { printer.line(line); },
-        [&](const AdmissionProgress& progress) { printer.admission(progress); });
-    if (!summary) fail(summary.status().to_string());
-    if (!summary->table.empty()) std::printf("\n%s", summary->table.c_str());
-    if (!summary->advice.empty()) std::printf("\n%s\n", summary->advice.c_str());
-    if (!summary->ablation.empty()) std::printf("\n%s", summary->ablation.c_str());
-    std::printf("%s artifact %s in %.1f s: %zu unique regions, %zu candidates, %zu compiled, %s validated, %zu selections%s\n",
-                summary->warm ? "warm:" : "compiled", summary->artifact.string().c_str(), summary->seconds, summary->unique_regions,
-                summary->candidates, summary->compiled, summary->gpu_used ? std::to_string(summary->validated).c_str() : "none",
-                summary->selected, summary->gpu_used ? "" : " (no GPU: unvalidated, unmeasured)");
+    // One compile per rank (each rank's shapes, kernels and artifact are its own; the ranks' regions
+    // share signatures, so the tuning database makes every rank after the first mostly a replay).
+    const int ranks = std::max(options->tensor_parallel, 1);
+    for (int rank = 0; rank < ranks; ++rank) {
+      CompileOptions rank_options = *options;
+      rank_options.rank = rank;
+      if (options->tensor_parallel > 0) rank_options.output = std::filesystem::path(*output) / ("rank" + std::to_string(rank));
+      auto summary = compile_model(
+          rank_options, [&](const std::string& line) { printer.line(line); },
+          [&](const AdmissionProgress& progress) { printer.admission(progress); });
+      if (!summary) fail(summary.status().to_string());
+      if (!summary->table.empty()) std::printf("\n%s", summary->table.c_str());
+      if (!summary->advice.empty()) std::printf("\n%s\n", summary->advice.c_str());
+      if (!summary->ablation.empty()) std::printf("\n%s", summary->ablation.c_str());
+      std::printf("%s artifact %s in %.1f s: %zu unique regions, %zu candidates, %zu compiled, %s validated, %zu selections%s\n",
+                  summary->warm ? "warm:" : "compiled", summary->artifact.string().c_str(), summary->seconds, summary->unique_regions,
+                  summary->candidates, summary->compiled, summary->gpu_used ? std::to_string(summary->validated).c_str() : "none",
+                  summary->selected, summary->gpu_used ? "" : " (no GPU: unvalidated, unmeasured)");
+    }
   });
 }
 

@@ -15,6 +15,7 @@
 #include "engine_flags.h"
 #include "frontend/model_source.h"
 #include "prompt.h"
+#include "tensor_parallel_run.h"
 #include "runtime/logits_file.h"
 #include "token_list.h"
 #include "tokenizer/generation_config.h"
@@ -170,8 +171,10 @@ void run(const RunFlags& flags) {
   }
 
   if (!flags.chat) check_prompt_fits(flags, prompt);
+  const bool ranks = flags.engine.tensor_parallel > 1;
+  if (ranks && (flags.chat || !flags.dump_logits.empty())) fail("--tensor-parallel over several GPUs runs -p, --prompt-file or --tokens");
 
-  auto engine = load_engine_or_fail(flags.engine, flags.json);
+  std::unique_ptr<Engine> engine = ranks ? nullptr : load_engine_or_fail(flags.engine, flags.json);
   GenerateOptions options;
   options.max_new_tokens = flags.new_tokens;
   options.sampling = sampling_from(flags, defaults);
@@ -199,11 +202,22 @@ void run(const RunFlags& flags) {
 
   if (!flags.dump_logits.empty()) return dump_logits(*engine, flags, prompt);
 
-  const GenerateResult r = generate_streaming(*engine, prompt, options, text ? &*text : nullptr, flags.json);
+  GenerateResult r;
+  std::string gpu;
+  if (ranks) {  // every rank generates; rank 0's tokens are printed once it is done (no streaming)
+    RanksResult all = generate_on_ranks(flags.engine, prompt, options, flags.json);
+    r = std::move(all.result);
+    gpu = all.gpu;
+    if (text && !flags.json) std::printf("%s\n", text->decode(r.tokens, /*skip_special=*/true).c_str());
+  } else {
+    r = generate_streaming(*engine, prompt, options, text ? &*text : nullptr, flags.json);
+    gpu = engine->info().gpu;
+  }
   if (flags.json) {
     const double per_token = r.decode_steps > 0 ? r.decode_ms / static_cast<double>(r.decode_steps) : 0;
     nlohmann::json out{{"prompt_tokens", prompt}, {"generated", r.tokens}, {"stop_reason", r.stop_reason}, {"prefill_ms", r.prefill_ms},
-                       {"decode_ms_per_token", per_token}, {"gpu", engine->info().gpu}, {"cuda_graph", engine->info().cuda_graph}};
+                       {"decode_ms_per_token", per_token}, {"gpu", gpu}, {"cuda_graph", !flags.engine.no_cuda_graph},
+                       {"tensor_parallel", flags.engine.tensor_parallel}};
     if (text) out["text"] = text->decode(r.tokens, /*skip_special=*/true);
     std::printf("%s\n", out.dump().c_str());
   } else {

@@ -25,6 +25,10 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
                  "Run the checkpoint with its linear weights quantized (as `compile --quantize`): int8[:bf16] or int4[:gG][:zp][:bf16]");
   cmd.add_flag("--dequantize", flags.dequantize, "GGUF: run the f16 path, the file's blocks dequantized at load");
   cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
+  cmd.add_option("--tensor-parallel", flags.tensor_parallel,
+                 "Split the model over N GPUs (Megatron sharding, NCCL all-reduce; one thread per GPU); 1 runs the same path on one GPU. "
+                 "With --artifact DIR, rank r runs DIR/rank<r> (compile --tensor-parallel N -o DIR)")
+      ->check(CLI::Range(1, 64));
 }
 
 EngineOptions engine_options(const EngineFlags& flags) {
@@ -42,10 +46,13 @@ EngineOptions engine_options(const EngineFlags& flags) {
   options.compile.batch_decode = flags.batch_decode;
   options.compile.quantize = flags.quantize;
   options.compile.dequantize = flags.dequantize;
+  options.compile.tensor_parallel = flags.tensor_parallel;
+  if (flags.tensor_parallel >= 1 && !flags.artifact.empty()) options.artifact = std::filesystem::path(flags.artifact) / "rank0";
   return options;
 }
 
 std::unique_ptr<Engine> load_engine_or_fail(const EngineFlags& flags, bool quiet) {
+  if (flags.tensor_parallel > 1) fail("--tensor-parallel " + std::to_string(flags.tensor_parallel) + ": only `run` runs several ranks so far");
   auto engine = load_engine(engine_options(flags), [quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   });

@@ -20,6 +20,7 @@ struct EngineFlags {
   std::string quantize;                          // weight formats (CompileOptions::quantize); the engine runs the same module
   bool dequantize = false;
   int max_candidates = 8;
+  int tensor_parallel = 0;                       // ranks (0: the whole model on one GPU; 1: the tensor-parallel path on one GPU)
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

@@ -60,6 +60,10 @@ struct CompileOptions {
   bool unfused = false;               // no norm or attention prologues, matmul epilogues or horizontal matmul fusion
   bool library_matmuls = false;       // matmul regions run the cuBLAS fallback only (no generated GEMV/GEMM)
   bool batch_decode = false;          // also compile decode_batch (ir/decode_batch.h): decode of 1..16 sequences per step
+  // Tensor parallelism: compile the module of rank `rank` of `tensor_parallel` ranks (src/shard: per-rank
+  // shapes, all_reduce / all_gather regions); 0 compiles the whole model.
+  int tensor_parallel = 0;
+  int rank = 0;
   AdvisorOptions advisor;
   SearchOptions search;
 };

@@ -44,7 +44,16 @@ struct EngineOptions {
   int64_t batch_slots = 0;
   CompileOptions compile;             // the model's own artifact is the one compiled with these (first_use.h compiles it;
                                       // model/output are set there)
+  // Tensor parallelism: with compile.tensor_parallel >= 1 the engine runs the module of rank compile.rank
+  // (src/shard) on GPU `device`, loading only that rank's weights, and its all_reduce / all_gather
+  // regions go through an NCCL communicator of the ranks, created from `nccl_id` (nccl_unique_id(), the
+  // same bytes for every rank; empty with one rank). One engine per rank, each on a thread of its own.
+  int device = 0;
+  std::string nccl_id;
 };
+
+// A new NCCL unique id for the ranks of one tensor-parallel group (NCCL loaded at run time).
+Expected<std::string> nccl_unique_id();
 
 struct SamplingOptions {
   float temperature = 0.f;            // 0: greedy

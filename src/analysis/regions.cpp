@@ -18,6 +18,7 @@ const char* region_kind_name(RegionKind kind) {
     case RegionKind::kFusion: return "fusion";
     case RegionKind::kAttention: return "attention";
     case RegionKind::kCopy: return "copy";
+    case RegionKind::kCollective: return "collective";
   }
   return "?";
 }
@@ -270,6 +271,7 @@ class Segmenter {
       case OpClass::kMatmul: return RegionKind::kMatmul;
       case OpClass::kAttention: return RegionKind::kAttention;
       case OpClass::kLayout: return RegionKind::kCopy;
+      case OpClass::kCollective: return RegionKind::kCollective;
       default: return RegionKind::kFusion;
     }
   }

@@ -34,7 +34,9 @@
 //     prologue rule may take both.
 //   - a side effect (kv_append, index_copy) may close a region: once one is in, only further side
 //     effects may join, and they keep their order; an index_copy stands alone. Attention and gathers
-//     (embedding, index_select, gather) are regions of their own.
+//     (embedding, index_select, gather) are regions of their own, and so is every collective
+//     (all_reduce, all_gather of a sharded module: a library call or a peer-memory kernel of its own,
+//     which every rank issues in the same order, so nothing joins it on either side).
 //   - an attention prologue: the QK-norm / RoPE / KV-append region of one static token (float casts
 //     around the norms included) whose results
 //     only the next attention reads (the roped query and the caches it appended to) joins that
@@ -50,7 +52,7 @@
 
 namespace agentcompile::analysis {
 
-enum class RegionKind { kGather, kMatmul, kFusion, kAttention, kCopy };
+enum class RegionKind { kGather, kMatmul, kFusion, kAttention, kCopy, kCollective };
 const char* region_kind_name(RegionKind kind);
 
 struct Region {

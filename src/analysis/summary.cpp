@@ -32,6 +32,7 @@ const char* category_name(Category category) {
     case Category::kElementwise: return "elementwise";
     case Category::kGather: return "gather";
     case Category::kCopy: return "copy";
+    case Category::kCollective: return "collective";
   }
   return "?";
 }
@@ -39,7 +40,7 @@ const char* category_name(Category category) {
 const std::vector<std::string>& all_category_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (int c = 0; c <= static_cast<int>(Category::kCopy); ++c) out.push_back(category_name(static_cast<Category>(c)));
+    for (int c = 0; c <= static_cast<int>(Category::kCollective); ++c) out.push_back(category_name(static_cast<Category>(c)));
     return out;
   }();
   return names;
@@ -172,6 +173,7 @@ Category classify(const ir::Function& function, const Region& region, const std:
   switch (region.kind) {
     case RegionKind::kGather: return Category::kGather;
     case RegionKind::kCopy: return Category::kCopy;
+    case RegionKind::kCollective: return Category::kCollective;
     case RegionKind::kAttention:
       // The per-row form (decode_batch: pos and base per row) is one query per sequence over its own cache rows.
       return one_token || last.operands.size() == 5 ? Category::kAttentionDecode : Category::kAttentionPrefill;
@@ -271,6 +273,7 @@ RegionSummary summarize_region(const ir::Module& module, const ir::Function& fun
     case Category::kAttentionPrefill: s.access_pattern = "tiled"; break;
     case Category::kAttentionDecode: s.access_pattern = "kv-scan"; break;
     case Category::kGather: s.access_pattern = "gather"; break;
+    case Category::kCollective: s.access_pattern = "collective"; break;
     default: s.access_pattern = "row-wise"; break;
   }
   return s;

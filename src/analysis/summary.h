@@ -28,6 +28,7 @@ enum class Category {
   kElementwise,
   kGather,
   kCopy,
+  kCollective,  // all_reduce / all_gather over the ranks of a sharded module
 };
 const char* category_name(Category category);
 const std::vector<std::string>& all_category_names();

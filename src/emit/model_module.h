@@ -23,6 +23,14 @@ struct ModelModule {
 
 // `batch_decode`: the module also holds decode_batch (ir/decode_batch.h), derived from its decode, so a
 // compile plans and selects its kernels per batch bucket; the IR text (and so the artifact's key) says so.
-Expected<ModelModule> model_module(const frontend::ModelSource& source, bool batch_decode = false);
+// Tensor parallelism: the rank module of `rank` of `ranks` (shard/shard.h); ranks 0 is the whole model.
+// A rank's module prints its parameters' checkpoint ranges, so each rank's artifact has a key of its own.
+// Both together are refused (not implemented yet).
+struct ModuleShard {
+  int ranks = 0;
+  int rank = 0;
+};
+
+Expected<ModelModule> model_module(const frontend::ModelSource& source, bool batch_decode = false, const ModuleShard& shard = {});
 
 }  // namespace agentcompile::emit

@@ -21,7 +21,8 @@ Expected<OpenedModel> open_for_runtime(const EngineOptions& options) {
   AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats,
                       frontend::weight_format_options(options.compile.quantize, options.compile.dequantize, /*gpu=*/true));
   AC_ASSIGN_OR_RETURN(opened.source, frontend::open_model(options.model, /*with_weights=*/true, formats));
-  AC_ASSIGN_OR_RETURN(opened.module, emit::model_module(opened.source, options.compile.batch_decode));
+  AC_ASSIGN_OR_RETURN(opened.module, emit::model_module(opened.source, options.compile.batch_decode,
+                                                       {options.compile.tensor_parallel, options.compile.rank}));
   return opened;
 }
 

@@ -39,8 +39,8 @@ Status check_weights(const ir::Module& module, const WeightStore& store) {
     if (param.is_alias()) continue;  // rows of another parameter: checked through that one
     const TensorInfo* info = store.find(param.name);
     if (!info) return error(ErrorCode::kNotFound, store.source() + ": missing tensor '" + param.name + "'");
-    std::vector<int64_t> expected;
-    for (const auto& dim : param.type.shape) expected.push_back(dim.value);
+    std::vector<int64_t> expected;  // a rank's part of a sharded tensor is checked against the whole tensor
+    for (const auto& dim : param.source_shape()) expected.push_back(dim.value);
     if (info->shape != expected) {
       auto text = [](const std::vector<int64_t>& shape) {
         std::string out = "[";

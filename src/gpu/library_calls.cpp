@@ -12,6 +12,9 @@
 
 #include <cublas_v2.h>
 
+#include "gpu/cuda_driver.h"
+#include "gpu/driver_api.h"
+
 #include <cstdint>
 #include <string>
 
@@ -75,6 +78,7 @@ Expected<std::unique_ptr<LibraryRunner>> LibraryRunner::create(CUstream stream) 
   cublasHandle_t handle = nullptr;
   AC_TRY(cublas_status(cublasCreate(&handle), "cublasCreate"));
   runner->handle_ = handle;
+  runner->stream_ = stream;
   AC_TRY(cublas_status(cublasSetStream(handle, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream"));
   return runner;
 }
@@ -90,6 +94,7 @@ Status LibraryRunner::run(const plan::Launch& launch, const plan::Match& match, 
     return it == a.end() ? "" : it->second;
   };
   if (arg("op") == "gemm_batched") return run_batched(launch, args);
+  if (arg("op") == "nccl_all_reduce" || arg("op") == "nccl_all_gather") return run_collective(launch, args);
   if (arg("op") != "gemm") return error(ErrorCode::kUnsupported, "library launch op '" + arg("op") + "' is not known");
   const long long m = arg("m") == "T" ? args.T : number_after(arg("m"), 0);
   const long long n = number_after(arg("n"), 0);
@@ -106,6 +111,36 @@ Status LibraryRunner::run(const plan::Launch& launch, const plan::Match& match, 
                                     A, in_type, ki, &beta, const_cast<void*>(C), cuda_data_type(arg("c_dtype")), ni,
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                        "cublasGemmEx(" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ")");
+}
+
+Status LibraryRunner::run_collective(const plan::Launch& launch, const RegionArgs& args) {
+  const auto& a = launch.library_args;
+  auto arg = [&](const char* key) -> std::string {
+    auto it = a.find(key);
+    return it == a.end() ? "" : it->second;
+  };
+  const long long rows = arg("rows") == "T" ? args.T : number_after(arg("rows"), 0);
+  const long long row = number_after(arg("row"), 0), ranks = number_after(arg("ranks"), 0);
+  const ir::DType dtype = ir::parse_dtype(arg("dtype")).value_or(ir::DType::kF32);
+  if (rows < 0 || row <= 0 || ranks < 1)
+    return error(ErrorCode::kInternal, "library " + arg("op") + " has malformed sizes rows=" + arg("rows") + " row=" + arg("row"));
+  AC_ASSIGN_OR_RETURN(const void* in, slot_pointer(arg("in"), args));
+  AC_ASSIGN_OR_RETURN(const void* out, slot_pointer(arg("out"), args));
+  const size_t count = static_cast<size_t>(rows * row);
+  if (count == 0) return Status::ok();
+  const auto src = reinterpret_cast<CUdeviceptr>(in), dst = reinterpret_cast<CUdeviceptr>(out);
+  if (!communicator_) {
+    if (ranks != 1)
+      return error(ErrorCode::kInvalidArgument, arg("op") + " over " + arg("ranks") +
+                                                    " ranks needs the rank's NCCL communicator (run with --tensor-parallel)");
+    if (src == dst) return Status::ok();
+    return cuda_status(driver_api()->MemcpyDtoDAsync(dst, src, count * ir::dtype_size(dtype), stream_), arg("op") + " of one rank");
+  }
+  if (communicator_->ranks() != ranks)
+    return error(ErrorCode::kMismatch, arg("op") + " spans " + arg("ranks") + " ranks but the communicator has " +
+                                           std::to_string(communicator_->ranks()));
+  if (arg("op") == "nccl_all_reduce") return communicator_->all_reduce_sum(src, dst, count, dtype, stream_);
+  return communicator_->all_gather(src, dst, count, dtype, stream_);
 }
 
 Status LibraryRunner::run_batched(const plan::Launch& launch, const RegionArgs& args) {

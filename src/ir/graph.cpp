@@ -157,7 +157,15 @@ bool operator==(const Function& a, const Function& b) {
          a.values == b.values;
 }
 bool operator==(const ParamDecl& a, const ParamDecl& b) {
-  return a.name == b.name && a.type == b.type && a.alias_of == b.alias_of && a.alias_row == b.alias_row;
+  return a.name == b.name && a.type == b.type && a.alias_of == b.alias_of && a.alias_row == b.alias_row &&
+         a.shard_ranges == b.shard_ranges && a.shard_axis == b.shard_axis && a.shard_of == b.shard_of;
+}
+
+Shape ParamDecl::source_shape() const {
+  Shape shape = type.shape;
+  if (is_shard() && shard_axis >= 0 && static_cast<size_t>(shard_axis) < shape.size())
+    shape[static_cast<size_t>(shard_axis)] = Dim::of(shard_of);
+  return shape;
 }
 bool operator==(const StateDecl& a, const StateDecl& b) { return a.name == b.name && a.type == b.type; }
 bool operator==(const Module& a, const Module& b) {

@@ -69,7 +69,21 @@ struct ParamDecl {
   // (a part of a fused QKV or gate/up weight): no tensor of its own, the same bytes at an offset.
   std::string alias_of = {};
   int64_t alias_row = 0;
+  // A rank's part of a checkpoint tensor (a module sharded for tensor parallelism, src/shard): the
+  // tensor stored under `name` has `shard_of` entries along `shard_axis` (its other dims are this
+  // type's), and this parameter is the listed ranges of that axis joined in order. Empty: the whole
+  // tensor. Several ranges make a fused tensor's rank part (its q, k and v rows of a rank).
+  struct Range {
+    int64_t start = 0, length = 0;
+    bool operator==(const Range&) const = default;
+  };
+  std::vector<Range> shard_ranges = {};
+  int64_t shard_axis = 0;
+  int64_t shard_of = 0;
   bool is_alias() const { return !alias_of.empty(); }
+  bool is_shard() const { return !shard_ranges.empty(); }
+  // The checkpoint tensor's shape: this type's, with the sharded axis whole.
+  Shape source_shape() const;
 };
 
 struct StateDecl {

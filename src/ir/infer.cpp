@@ -501,6 +501,20 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
         out.erase(out.begin() + axis);
       return TensorType{index ? DType::kI32 : in[0].dtype, out};
     }
+    case OpKind::kAllReduce:
+    case OpKind::kAllGather: {
+      const int64_t ranks = node.int_attr("ranks", 0);
+      if (ranks < 1) return op_error(node, "attr ranks must be >= 1, got " + std::to_string(ranks));
+      if (!is_float(in[0].dtype)) return op_error(node, "needs a float operand, got " + in[0].to_string());
+      if (node.op == OpKind::kAllReduce) return in[0];
+      const int64_t axis = normalize_axis(node.int_attr("axis", -1), in[0].shape.size());
+      if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());
+      if (!in[0].shape[static_cast<size_t>(axis)].is_static())
+        return op_error(node, "gathers along a symbolic dim of " + in[0].to_string());
+      TensorType out = in[0];
+      out.shape[static_cast<size_t>(axis)] = Dim::of(out.shape[static_cast<size_t>(axis)].value * ranks);
+      return out;
+    }
   }
   return op_error(node, "no type rule");
 }

@@ -17,6 +17,7 @@
 
 #include "ir/interpreter_exec.h"
 #include "ir/interpreter_ops.h"
+#include "ir/shard_ranges.h"
 #include "ir/quant.h"
 #include "ir/thread_pool.h"
 #include "support/host_limits.h"
@@ -179,6 +180,14 @@ struct Interpreter::Impl {
     std::vector<float> data;
     Status status = loader(name, data);
     if (!status.is_ok()) return status.with_context("loading weight " + name);
+    if (param.is_shard()) {  // the loader gives the whole checkpoint tensor: keep the rank's ranges
+      const int64_t whole = static_elements(param.source_shape());
+      if (static_cast<int64_t>(data.size()) != whole)
+        return error(ErrorCode::kMismatch, "loading weight " + name + ": the loader gave " + std::to_string(data.size()) +
+                                               " values, the whole of sharded " + param.type.to_string() + " is " +
+                                               std::to_string(whole));
+      data = cut_shard(param, data);
+    }
     const int64_t expected = static_elements(param.type.shape);
     if (static_cast<int64_t>(data.size()) != expected)
       return error(ErrorCode::kMismatch, "loading weight " + name + ": the loader gave " + std::to_string(data.size()) +
@@ -398,6 +407,7 @@ struct Interpreter::Impl {
     context.pool = &pool;
     context.weight = [this](const std::string& n) { return weight(n); };
     context.state = [this](const std::string& n) { return state(n); };
+    context.collective = options.collective;
     context.rope_table = [this](const std::vector<float>& inv_freq, float scale, int64_t pos,
                                 int64_t T) -> const kernels::RopeTable& { return rope_table(inv_freq, scale, pos, T); };
     for (size_t i = 0; i < function->nodes.size(); ++i) {

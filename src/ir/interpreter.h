@@ -34,9 +34,12 @@
 //     one-token call at its position (and, for attention, over its own rows) would: a batched step's
 //     rows equal single decode steps bit for bit.
 //   - an alias parameter's rows are copied out of its source, which the loader is asked for once.
+//   - a sharded parameter (ParamDecl::shard_ranges) is asked of the loader whole, as the checkpoint
+//     stores it, and its ranges are cut out here.
 //   - a quantized parameter (ir/quant.h) is read as its stored bytes, from the packed loader, and
 //     dequantized here, exactly as its format defines (ir::dequantize_rows): the values every kernel
 //     reading the format is validated against.
+//   - all_reduce sums in rank order in float (ir/collective.h), so every rank holds the same values.
 //   - errors never abort: every failure is a Status naming the function, node (and its source
 //     location when it has one) and reason.
 #pragma once
@@ -74,9 +77,15 @@ using WeightLoader = std::function<Status(const std::string& name, std::vector<f
 // the last dim), which the interpreter dequantizes.
 using PackedWeightLoader = std::function<Status(const std::string& name, DType format, std::vector<uint8_t>& out)>;
 
+class Collective;
+
 struct InterpreterOptions {
   int64_t max_context = 4096;  // rows allocated for every state's L dimension
   int threads = 0;             // threads for linear/attention, the caller included; 0: hardware_concurrency()
+  // This rank's handle on its group (ir/collective.h), for a module sharded over ranks > 1 (its
+  // all_reduce / all_gather nodes); not owned. Without one, a collective of ranks = 1 is the identity
+  // and any other is an error.
+  Collective* collective = nullptr;
 };
 
 class Interpreter {

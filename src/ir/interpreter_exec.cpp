@@ -339,6 +339,31 @@ bool needs_float(OpKind op, size_t operand) {
   }
 }
 
+// all_reduce / all_gather through the rank's group. A gather joins the ranks' [outer, n, inner] blocks
+// along the axis: out[o, r * n + i, :] = rank r's x[o, i, :].
+Expected<Tensor> run_collective(Context& context, const Node& node, const Tensor& x, Tensor out) {
+  const int64_t ranks = node.int_attr("ranks");
+  const int group = context.collective ? context.collective->ranks() : 1;
+  if (ranks != group)
+    return error(ErrorCode::kMismatch, "the node spans " + std::to_string(ranks) + " ranks but the interpreter's group has " +
+                                           std::to_string(group));
+  std::vector<float> mine(x.f(), x.f() + x.elements());
+  if (node.op == OpKind::kAllReduce) {
+    if (context.collective) AC_TRY(context.collective->all_reduce_sum(mine));
+    std::copy(mine.begin(), mine.end(), out.f32->begin());
+    return out;
+  }
+  std::vector<float> all = mine;
+  if (context.collective) AC_TRY(context.collective->all_gather(mine, all));
+  const AxisSplit s = split_at(x.shape, normalize_axis(node.int_attr("axis", -1), x.shape.size()));
+  const int64_t block = s.n * s.inner;
+  float* dst = out.f32->data();
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t r = 0; r < ranks; ++r)
+      std::copy_n(all.data() + (r * s.outer + o) * block, block, dst + (o * ranks + r) * block);
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -436,6 +461,8 @@ Expected<Tensor> execute_node(Context& context, const Function& function, const 
     case OpKind::kArgmin:
     case OpKind::kCumsum:
     case OpKind::kCumprod: return run_axis_op(node, *in[0], std::move(out));
+    case OpKind::kAllReduce:
+    case OpKind::kAllGather: return run_collective(context, node, *in[0], std::move(out));
     default: break;
   }
   return error(ErrorCode::kInternal, "no interpreter rule for this op");

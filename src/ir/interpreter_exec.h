@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agentcompile/status.h"
+#include "ir/collective.h"
 #include "ir/graph.h"
 #include "ir/interpreter_ops.h"
 #include "ir/thread_pool.h"
@@ -73,6 +74,8 @@ struct Context {
       rope_table;
   // Bytes of the weights and states the interpreter keeps: a node's result must fit beside them.
   uint64_t held_bytes = 0;
+  // The rank's group for all_reduce / all_gather (InterpreterOptions::collective); may be null.
+  Collective* collective = nullptr;
 };
 
 // Runs `node` on `values` (operands are defined; types were checked against inference when the

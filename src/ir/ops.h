@@ -92,6 +92,11 @@
 //   argmax argmin (x)                        -> i32, the first index of the extreme over attr axis (NaN
 //                                               counts as the extreme, as torch does); attr keepdim
 //   cumsum cumprod (x)                       -> inclusive scan along attr axis, x's shape and dtype
+// Collectives (tensor parallelism, src/shard; each runs on every rank of a group of attr `ranks`, in the
+// same order on every rank, so they keep their order like side effects and no region reaches across one)
+//   all_reduce    (x)                        -> x's type: the element-wise sum of x over the ranks; float
+//   all_gather    (x)                        -> x with dim attr `axis` (static) times `ranks`: the ranks'
+//                                               x joined along axis in rank order; float
 #pragma once
 
 #include <cstdint>
@@ -176,6 +181,9 @@ enum class OpKind : uint8_t {
   kArgmin,
   kCumsum,
   kCumprod,
+  // Collectives (a module sharded for tensor parallelism).
+  kAllReduce,
+  kAllGather,
 };
 
 enum class OpClass : uint8_t {
@@ -191,6 +199,7 @@ enum class OpClass : uint8_t {
   kSoftmax,     // softmax, log_softmax
   kReduction,   // reduce_*, argmax, argmin
   kScan,        // cumsum, cumprod
+  kCollective,  // all_reduce, all_gather
 };
 
 struct OpInfo {
@@ -211,6 +220,7 @@ std::optional<OpKind> parse_op(std::string_view name);
 int op_count();
 
 inline bool has_side_effect(OpKind kind) { return op_info(kind).op_class == OpClass::kSideEffect; }
+inline bool is_collective(OpKind kind) { return op_info(kind).op_class == OpClass::kCollective; }
 inline bool is_layout(OpKind kind) { return op_info(kind).op_class == OpClass::kLayout; }
 // Pointwise ops of one operand / of two operands / with a bool result.
 bool is_unary_pointwise(OpKind kind);

@@ -4,7 +4,8 @@
 // each with its line and column; a recursive-descent parser with one token of lookahead builds the
 // module. Grammar:
 //   module := 'module' NAME '{' (param | state | func)* '}'
-//   param  := 'param' @NAME ':' type ['alias' @NAME 'row' INT]      state := 'state' @NAME ':' type
+//   param  := 'param' @NAME ':' type ['alias' @NAME 'row' INT] ['shard' 'axis' INT 'of' INT ('[' INT ',' INT ']')+]
+//   state  := 'state' @NAME ':' type
 //   func   := 'func' @NAME '(' [%NAME ':' type {',' ...}] ')' '->' '(' [type {',' type}] ')'
 //             '{' node* 'return' [%NAME {',' %NAME}] '}'
 //   node   := %NAME '=' OP ['(' [%NAME {',' %NAME}] ')'] ['{' [KEY '=' attr {',' ...}] '}'] ':' type
@@ -223,6 +224,31 @@ class Parser {
  public:
   Parser(std::vector<Token> tokens, const std::string& source) : tokens_(std::move(tokens)), source_(source) {}
 
+  // 'shard' 'axis' INT 'of' INT, then one or more [start, length] ranges.
+  Status parse_shard(ParamDecl& param) {
+    next();
+    AC_TRY(expect_word("axis"));
+    AC_ASSIGN_OR_RETURN(param.shard_axis, expect_int("the sharded axis"));
+    AC_TRY(expect_word("of"));
+    AC_ASSIGN_OR_RETURN(param.shard_of, expect_int("the sharded axis's whole size"));
+    if (!is_punct("[")) return fail(peek(), "expected a [start, length] range of the shard, got " + describe(peek()));
+    while (is_punct("[")) {
+      next();
+      ParamDecl::Range range;
+      AC_ASSIGN_OR_RETURN(range.start, expect_int("a range's start"));
+      AC_TRY(expect_punct(","));
+      AC_ASSIGN_OR_RETURN(range.length, expect_int("a range's length"));
+      AC_TRY(expect_punct("]"));
+      param.shard_ranges.push_back(range);
+    }
+    return Status::ok();
+  }
+
+  Expected<int64_t> expect_int(const std::string& what) {
+    if (peek().kind != Tok::kNumber) return fail(peek(), "expected " + what + ", got " + describe(peek()));
+    return parse_int(next());
+  }
+
   Expected<Module> parse() {
     Module module;
     AC_TRY(expect_word("module"));
@@ -249,6 +275,7 @@ class Parser {
             if (peek().kind != Tok::kNumber) return fail(peek(), "expected the first row of the alias, got " + describe(peek()));
             AC_ASSIGN_OR_RETURN(param.alias_row, parse_int(next()));
           }
+          if (is_word("shard")) AC_TRY(parse_shard(param));
           module.params.push_back(std::move(param));
         } else {
           module.states.push_back(StateDecl{std::move(name), std::move(type)});

@@ -79,6 +79,8 @@ std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
     case OpKind::kGelu: return {{"approximate", K::kString}};
     case OpKind::kLeakyRelu: return {{"slope", K::kFloat}};
     case OpKind::kClamp: return {{"lo", K::kFloat}, {"hi", K::kFloat}};
+    case OpKind::kAllReduce: return {{"ranks", K::kInt}};
+    case OpKind::kAllGather: return {{"axis", K::kInt}, {"ranks", K::kInt}};
     case OpKind::kSdpa: return {{"scale", K::kFloat}, {"causal", K::kInt}, {"gqa", K::kInt}};
     case OpKind::kReshape:
     case OpKind::kView:
@@ -268,6 +270,28 @@ class FunctionVerifier {
   std::set<std::string> appended_;
 };
 
+// A shard's ranges lie in its axis and add up to the parameter's size along it; an alias is never a
+// shard itself (its source is), and a quantized weight is not sharded.
+std::string shard_problem(const ParamDecl& param) {
+  if (!param.is_shard()) return "";
+  const Shape& shape = param.type.shape;
+  if (param.is_alias()) return "is an alias and a shard: only an alias's source may be sharded";
+  if (is_quantized(param.type.dtype)) return "is a quantized weight, which is not sharded";
+  if (param.shard_axis < 0 || static_cast<size_t>(param.shard_axis) >= shape.size())
+    return "is sharded along axis " + std::to_string(param.shard_axis) + ", outside its rank";
+  int64_t total = 0;
+  for (const ParamDecl::Range& range : param.shard_ranges) {
+    if (range.start < 0 || range.length < 1 || range.start > param.shard_of - range.length)
+      return "has the shard range [" + std::to_string(range.start) + ", " + std::to_string(range.length) +
+             "] outside 0.." + std::to_string(param.shard_of) + " of axis " + std::to_string(param.shard_axis);
+    total += range.length;
+  }
+  if (total != shape[static_cast<size_t>(param.shard_axis)].value)
+    return "has shard ranges of " + std::to_string(total) + " entries along axis " + std::to_string(param.shard_axis) +
+           " where its type has " + shape[static_cast<size_t>(param.shard_axis)].to_string();
+  return "";
+}
+
 }  // namespace
 
 Status verify_function(const Module& module, const Function& function) {
@@ -287,6 +311,9 @@ Status verify_module(const Module& module) {
     }
     if (!problem.empty()) return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
   }
+  for (const ParamDecl& param : module.params)
+    if (std::string problem = shard_problem(param); !problem.empty())
+      return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
   for (const ParamDecl& param : module.params) {
     if (!param.is_alias()) continue;
     const std::string at = where + ": parameter @" + param.name + " (an alias of @" + param.alias_of + ")";

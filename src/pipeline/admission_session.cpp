@@ -64,7 +64,7 @@ Expected<std::unique_ptr<AdmissionSession>> AdmissionSession::open(const ir::Mod
     work.id = region.id;
     work.candidates = &region.plan.candidates;
     work.compiled = &generated.compiled[r];
-    if (region.plan.candidates.empty()) continue;
+    if (!admits(region)) continue;
     const auto f = std::find_if(plan.functions.begin(), plan.functions.end(),
                                 [&](const emit::CompiledFunction& fn) { return fn.name == region.plan.function; });
     const ir::Function& function = *module.find_function(region.plan.function);

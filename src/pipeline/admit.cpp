@@ -100,7 +100,7 @@ Expected<Admitted> admit_regions(const CapturedModel& model, const Plan& plan, c
   const double margin = options.search.ablate_advisor ? 0.0 : options.early_stop_margin;
   size_t total = 0;
   for (size_t r = 0; r < n; ++r) {
-    const size_t candidates = plan.regions[r].plan.candidates.size();
+    const size_t candidates = admits(plan.regions[r]) ? plan.regions[r].plan.candidates.size() : 0;
     const int budget = advice.regions[r].search.budget;
     if (candidates > 0) total += budget <= 0 ? candidates : std::min(candidates, static_cast<size_t>(budget));
   }
@@ -112,7 +112,7 @@ Expected<Admitted> admit_regions(const CapturedModel& model, const Plan& plan, c
     tune::AdmittedRegion& admitted = out.regions[r];
     admitted.search = advice.regions[r].search;
     ++done;
-    if (region.plan.candidates.empty()) continue;
+    if (!admits(region)) continue;
     meter.region(region.id);
     const tune::RegionWork& work = session.work(r);
     const std::vector<std::string>& fingerprints = session.fingerprints(r);

@@ -10,7 +10,9 @@ Expected<CapturedModel> capture_model(const CompileOptions& options, const Progr
   CapturedModel model;
   AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats, frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/true));
   AC_ASSIGN_OR_RETURN(model.source, frontend::open_model(options.model, /*with_weights=*/false, formats));
-  AC_ASSIGN_OR_RETURN(model.module, emit::model_module(model.source, options.batch_decode));
+  AC_ASSIGN_OR_RETURN(model.module, emit::model_module(model.source, options.batch_decode, {options.tensor_parallel, options.rank}));
+  if (options.tensor_parallel > 0)
+    say("shard: rank " + std::to_string(options.rank) + " of " + std::to_string(options.tensor_parallel) + " (tensor parallel)");
   for (const auto& line : model.module.recognized) say("recognize: " + line);
   return model;
 }

@@ -32,7 +32,10 @@ nlohmann::json tune_layers(const ir::Module& module, const Plan& plan, const Adm
   const auto f = std::find_if(plan.functions.begin(), plan.functions.end(), [](const emit::CompiledFunction& fn) { return fn.name == "decode"; });
   const ir::Function* function = module.find_function("decode");
   if (f == plan.functions.end() || !function) return nullptr;
-  const tune::LayerUnit unit = tune::layer_unit(f->unique_of_region, [&](size_t r) { return !plan.regions[r].plan.candidates.empty(); });
+  // A collective (tensor parallelism's NCCL call) needs every rank: it is not timed in a one-GPU chain.
+  const tune::LayerUnit unit = tune::layer_unit(f->unique_of_region, [&](size_t r) {
+    return !plan.regions[r].plan.candidates.empty() && plan.regions[r].plan.summary.category != analysis::Category::kCollective;
+  });
   const std::vector<size_t>& layer = unit.regions;
   if (layer.size() < 2) return nullptr;
   // As many copies of the layer per graph as the model has layers, so the chain is timed as the

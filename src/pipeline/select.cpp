@@ -20,9 +20,13 @@ Selected select_kernels(const Plan& plan, const Generated& generated, const Admi
                                 [&](const emit::CompiledFunction& fn) { return fn.name == region.plan.function; });
     const tune::AdmittedRegion& measured = admitted.regions[r];
     std::vector<tune::Selection>& picks = out.regions[r];
+    // A collective region's one candidate, its NCCL call, is taken as it is: over several ranks it
+    // cannot run in one process, so it is checked end to end (a rank's tokens against one GPU's).
+    const bool collective = region.plan.summary.category == analysis::Category::kCollective;
     for (size_t b = 0; b < f->buckets.size(); ++b)
-      picks.push_back(target.gpu ? tune::select_measured(region.plan.candidates, measured.results, region.sizes.timing_index(b), f->buckets[b].name)
-                                 : tune::select_unmeasured(generated.compiled[r], f->buckets[b].name));
+      picks.push_back(collective ? tune::Selection{f->buckets[b].name, 0, "collective: NCCL, the one candidate (not validated or timed alone)", false}
+                      : target.gpu ? tune::select_measured(region.plan.candidates, measured.results, region.sizes.timing_index(b), f->buckets[b].name)
+                                   : tune::select_unmeasured(generated.compiled[r], f->buckets[b].name));
     out.outcomes[r] = tune::selection_outcomes(measured.search, measured.results, picks, target.gpu && region.sizes.per_bucket);
   }
   return out;

@@ -87,6 +87,11 @@ struct PlannedRegion {
   plan::RegionPlan plan;    // the bounded, ranked candidate space
   plan::RegionSizes sizes;  // where its candidates are validated and timed
 };
+// Whether admission validates and times the region's candidates: not when it has none, nor for a
+// collective (tensor parallelism's NCCL call needs every rank; it is checked end to end instead).
+inline bool admits(const PlannedRegion& region) {
+  return !region.plan.candidates.empty() && region.plan.summary.category != analysis::Category::kCollective;
+}
 struct Plan {
   std::vector<emit::CompiledFunction> functions;  // partition, buckets, site -> region
   std::vector<PlannedRegion> regions;             // every unique region of every function

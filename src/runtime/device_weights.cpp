@@ -6,6 +6,7 @@
 #include "frontend/safetensors.h"
 #include "frontend/weight_formats.h"
 #include "ir/quant.h"
+#include "ir/shard_ranges.h"
 
 namespace agentcompile::runtime {
 
@@ -75,15 +76,26 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
     if (safetensors && !from_derived && !copied) {
       AC_ASSIGN_OR_RETURN(frontend::RawTensor raw, safetensors->raw(p.name));
       if (raw.dtype == p.type.dtype) {
-        if (raw.size != bytes)
+        // A rank's part of a sharded tensor (ir::ParamDecl::shard_ranges): only its runs are read out
+        // of the mapped file, so a rank touches only its own pages.
+        const size_t whole = static_cast<size_t>(ir::static_elements(p.source_shape())) * ir::dtype_size(p.type.dtype);
+        if (raw.size != whole)
           return error(ErrorCode::kMismatch, store.source() + ": " + p.name + " holds " + std::to_string(raw.size) + " bytes, the module expects " +
-                                                 std::to_string(bytes));
-        AC_TRY(weights.buffer_.upload(raw.bytes, bytes, offset));
+                                                 std::to_string(whole));
+        if (p.is_shard()) {
+          std::vector<uint8_t> part(bytes);
+          for (const ir::ShardRun& run : ir::shard_runs(p, ir::dtype_size(p.type.dtype)))
+            std::memcpy(part.data() + run.target, raw.bytes + run.source, run.bytes);
+          AC_TRY(weights.buffer_.upload(part.data(), bytes, offset));
+        } else {
+          AC_TRY(weights.buffer_.upload(raw.bytes, bytes, offset));
+        }
         copied = true;
       }
     }
     if (!copied) {
       AC_TRY(source.read_f32(p.name, values));
+      if (p.is_shard()) values = ir::cut_shard(p, values);
       if (values.size() * ir::dtype_size(p.type.dtype) != bytes)
         return error(ErrorCode::kMismatch, source.source() + ": " + p.name + " has " + std::to_string(values.size()) + " elements, the module expects " +
                                                std::to_string(ir::static_elements(p.type.shape)));

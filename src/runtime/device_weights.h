@@ -9,7 +9,9 @@
 // on the host first. A parameter alias (rows
 // of a fused weight, ir::ParamDecl::alias_of) takes no memory of its own: its address is inside the
 // parameter it names. Parameters no checkpoint holds (computed once at load by the module's @init,
-// runtime/derived_weights.h) come from a second store.
+// runtime/derived_weights.h) come from a second store. A rank's part of a sharded parameter
+// (ir::ParamDecl::shard_ranges, src/shard) is cut out of the checkpoint's whole tensor: from a
+// safetensors file, only the part's byte runs of the mapping are read.
 #pragma once
 
 #include <map>

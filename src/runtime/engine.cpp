@@ -2,6 +2,7 @@
 #include "agentcompile/engine.h"
 
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #include "analysis/weight_traffic.h"
@@ -11,6 +12,7 @@
 #include "gpu/device_probe.h"
 #include "gpu/driver_api.h"
 #include "ir/decode_batch.h"
+#include "gpu/nccl.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/decode_loop.h"
 #include "runtime/derived_weights.h"
@@ -51,6 +53,7 @@ class Engine::Impl {
   runtime::LoadedArtifact artifact_;
   // Declared in dependency order: destroyed in reverse, the context last.
   std::unique_ptr<gpu::CudaContext> context_;
+  std::unique_ptr<gpu::NcclCommunicator> communicator_;  // tensor parallelism's collectives; null otherwise
   std::unique_ptr<gpu::LibraryRunner> library_;
   runtime::DeviceWeights weights_;
   runtime::KvCache cache_;
@@ -105,7 +108,8 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
   if (!source_.is_language_model())
     return error(ErrorCode::kInvalidArgument, options.model.string() + " is a captured module, not a language model: it has no generation; run its function with `agentcompile run-function`");
-  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_, options.compile.batch_decode));
+  AC_ASSIGN_OR_RETURN(emit::ModelModule prepared, emit::model_module(source_, options.compile.batch_decode,
+                                                                     {options.compile.tensor_parallel, options.compile.rank}));
   module_ = std::move(prepared.module);
   const std::string ir_text = std::move(prepared.ir_text);
 
@@ -132,7 +136,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
                                                                   "(compile with --batch-decode)");
   }
 
-  AC_ASSIGN_OR_RETURN(context_, gpu::CudaContext::create());
+  AC_ASSIGN_OR_RETURN(context_, gpu::CudaContext::create(options.device));
   const auto& c = source_.config;
   info.model_type = c.model_type;
   info.dtype = std::string(ir::dtype_name(c.dtype));
@@ -153,6 +157,22 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
 
   if (uses_library(artifact_)) {
     AC_ASSIGN_OR_RETURN(library_, gpu::LibraryRunner::create(context_->stream()));
+  }
+  if (options.compile.tensor_parallel >= 1) {
+    // Every rank's engine reaches this point together: ncclCommInitRank waits for all of them.
+    const int ranks = options.compile.tensor_parallel;
+    gpu::NcclUniqueId id{};
+    if (ranks == 1) {
+      AC_ASSIGN_OR_RETURN(id, gpu::NcclCommunicator::unique_id());
+    } else if (options.nccl_id.size() != sizeof id.internal) {
+      return error(ErrorCode::kInvalidArgument, "tensor parallelism over " + std::to_string(ranks) + " ranks needs the ranks' NCCL id (" +
+                                                    std::to_string(sizeof id.internal) + " bytes, nccl_unique_id())");
+    } else {
+      std::memcpy(id.internal, options.nccl_id.data(), sizeof id.internal);
+    }
+    say("tensor parallel: rank " + std::to_string(options.compile.rank) + " of " + std::to_string(ranks) + " on GPU " + std::to_string(options.device));
+    AC_ASSIGN_OR_RETURN(communicator_, gpu::NcclCommunicator::create(ranks, options.compile.rank, id));
+    if (library_) library_->set_communicator(communicator_.get());
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
   AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module_, *source_.weights));
@@ -348,6 +368,11 @@ Expected<std::vector<float>> Engine::Impl::decode_rows(std::span<const int32_t> 
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
+
+Expected<std::string> nccl_unique_id() {
+  AC_ASSIGN_OR_RETURN(const gpu::NcclUniqueId id, gpu::NcclCommunicator::unique_id());
+  return std::string(id.internal, sizeof id.internal);
+}
 
 Expected<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options, const ProgressFn& progress) {
   auto impl = std::make_unique<Impl>();

@@ -116,12 +116,12 @@ struct DumpedModel {
 
 // `quantize`: the model compiled with --quantize (its linear weights in a row format, ir/quant.h).
 inline void dump_source(const std::filesystem::path& path, const std::string& name, std::vector<DumpedModel>& out,
-                        const std::string& quantize = "") {
+                        const std::string& quantize = "", const emit::ModuleShard& shard = {}) {
   auto formats = frontend::weight_format_options(quantize, false, /*gpu=*/true);
   ASSERT_TRUE(formats.has_value()) << name << ": " << formats.status().to_string();
   auto source = frontend::open_model(path, /*with_weights=*/false, *formats);
   ASSERT_TRUE(source.has_value()) << name << ": " << source.status().to_string();
-  auto prepared = emit::model_module(*source);
+  auto prepared = emit::model_module(*source, shard);
   ASSERT_TRUE(prepared.has_value()) << name << ": " << prepared.status().to_string();
   DumpedModel model{name, {}};
   for (const DumpSetting& setting : dump_settings())
@@ -140,6 +140,8 @@ inline std::vector<DumpedModel> dump_corpus() {
   dump_source(root / "configs" / "qwen3-1.7b.json", "qwen3-1.7b-int4-g128", out, "int4:g128");
   dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-int8", out, "int8");
   dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-int4-g32-zp-bf16", out, "int4:g32:zp:bf16");
+  // Tensor parallelism: a rank's module (per-rank GEMV shapes, the collective family's NCCL calls).
+  dump_source(root / "configs" / "qwen3-8b.json", "qwen3-8b-tp2-rank1", out, "", {2, 1});
   std::vector<fs::path> captured;
   for (const auto& entry : fs::directory_iterator(root / "tests/fixtures/captured"))
     if (entry.is_directory()) captured.push_back(entry.path());

@@ -1,0 +1,172 @@
+// On the GPU: NCCL's all_reduce and all_gather through gpu::NcclCommunicator (loaded at run time), one
+// thread per GPU, on every GPU the machine has (one rank on a one-GPU machine: the sum and the gather
+// are the identity, which is the tensor-parallel path at TP=1), for f32, f16 and bf16 at the sizes a
+// decode step sums (one token's hidden row, 4096 and 8192) and a prefill chunk's (512 x 4096); each
+// once enqueued directly and once captured in a CUDA graph and replayed, as the decode step runs it.
+// Then the time of one captured all_reduce of a bf16 [1, 4096] and [1, 8192] row (median of 200
+// replays), the figure the 70B check adds to the weight-streaming bound.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "gpu/driver_api.h"
+#include "gpu/nccl.h"
+#include "gpu_test_support.h"
+
+namespace agentcompile {
+namespace {
+
+const gpu::DriverApi& api() { return *gpu::driver_api(); }
+
+// Host values of rank r: x[i] = (r + 1) * small(i), exact in every dtype, so sums are exact too.
+float value(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 7) - 3); }
+
+uint16_t encode(float v, ir::DType dtype) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if (dtype == ir::DType::kBF16) return static_cast<uint16_t>(bits >> 16);  // exact: small integers
+  // f16 of a small integer: sign, exponent rebias, top mantissa bits.
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  if (v == 0) return static_cast<uint16_t>(sign);
+  const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((bits >> 13) & 0x3ff));
+}
+
+std::vector<uint8_t> host_bytes(int rank, size_t count, ir::DType dtype) {
+  std::vector<uint8_t> out(count * ir::dtype_size(dtype));
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == ir::DType::kF32) {
+      const float v = value(rank, i);
+      std::memcpy(out.data() + i * 4, &v, 4);
+    } else {
+      const uint16_t h = encode(value(rank, i), dtype);
+      std::memcpy(out.data() + i * 2, &h, 2);
+    }
+  }
+  return out;
+}
+
+struct RankResult {
+  std::string failure;
+  std::vector<float> median_us;  // per timed size
+};
+
+// One rank: its context on device `rank`, its communicator, every case checked, then the timings.
+RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id) {
+  RankResult result;
+  auto fail = [&](const Status& status) {
+    result.failure = "rank " + std::to_string(rank) + ": " + status.to_string();
+    return result;
+  };
+  auto context = gpu::CudaContext::create(rank);
+  if (!context) return fail(context.status());
+  CUstream stream = (*context)->stream();
+  auto comm = gpu::NcclCommunicator::create(ranks, rank, id);
+  if (!comm) return fail(comm.status());
+  for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16}) {
+    for (size_t count : {size_t{4096}, size_t{8192}, size_t{512 * 4096}}) {
+      for (bool graph : {false, true}) {
+        const size_t bytes = count * ir::dtype_size(dtype);
+        auto in = gpu::DeviceBuffer::allocate(bytes);
+        auto sum = gpu::DeviceBuffer::allocate(bytes);
+        auto gathered = gpu::DeviceBuffer::allocate(bytes * static_cast<size_t>(ranks));
+        if (!in || !sum || !gathered) return fail(!in ? in.status() : !sum ? sum.status() : gathered.status());
+        const std::vector<uint8_t> mine = host_bytes(rank, count, dtype);
+        if (Status s = in->upload(mine.data(), bytes); !s.is_ok()) return fail(s);
+        auto enqueue = [&]() -> Status {
+          AC_TRY((*comm)->all_reduce_sum(in->ptr(), sum->ptr(), count, dtype, stream));
+          return (*comm)->all_gather(in->ptr(), gathered->ptr(), count, dtype, stream);
+        };
+        if (graph) {
+          CUgraph g = nullptr;
+          CUgraphExec exec = nullptr;
+          if (Status s = gpu::cuda_status(api().StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED), "capture"); !s.is_ok()) return fail(s);
+          Status enqueued = enqueue();
+          Status ended = gpu::cuda_status(api().StreamEndCapture(stream, &g), "end capture");
+          if (!enqueued.is_ok() || !ended.is_ok()) return fail(!enqueued.is_ok() ? enqueued : ended);
+          if (Status s = gpu::cuda_status(api().GraphInstantiateWithFlags(&exec, g, 0), "instantiate"); !s.is_ok()) return fail(s);
+          Status launched = gpu::cuda_status(api().GraphLaunch(exec, stream), "graph launch");
+          api().GraphExecDestroy(exec);
+          api().GraphDestroy(g);
+          if (!launched.is_ok()) return fail(launched);
+        } else if (Status s = enqueue(); !s.is_ok()) {
+          return fail(s);
+        }
+        if (Status s = (*context)->synchronize(); !s.is_ok()) return fail(s);
+        std::vector<uint8_t> got_sum(bytes), got_gathered(bytes * static_cast<size_t>(ranks)), want_sum;
+        if (Status s = sum->download(got_sum.data(), bytes); !s.is_ok()) return fail(s);
+        if (Status s = gathered->download(got_gathered.data(), got_gathered.size()); !s.is_ok()) return fail(s);
+        std::vector<float> total(count, 0.0f);
+        for (int r = 0; r < ranks; ++r)
+          for (size_t i = 0; i < count; ++i) total[i] += value(r, i);
+        std::vector<uint8_t> expected_sum(bytes);
+        for (size_t i = 0; i < count; ++i) {
+          if (dtype == ir::DType::kF32) std::memcpy(expected_sum.data() + i * 4, &total[i], 4);
+          else {
+            const uint16_t h = encode(total[i], dtype);
+            std::memcpy(expected_sum.data() + i * 2, &h, 2);
+          }
+        }
+        const std::string what = std::string(ir::dtype_name(dtype)) + " x" + std::to_string(count) + (graph ? " (graph)" : "");
+        if (got_sum != expected_sum) return fail(error(ErrorCode::kMismatch, "all_reduce of " + what + " differs from the exact sum"));
+        for (int r = 0; r < ranks; ++r)
+          if (!std::equal(got_gathered.begin() + static_cast<long>(r * bytes), got_gathered.begin() + static_cast<long>((r + 1) * bytes),
+                          host_bytes(r, count, dtype).begin()))
+            return fail(error(ErrorCode::kMismatch, "all_gather of " + what + ": rank " + std::to_string(r) + "'s block differs"));
+      }
+    }
+  }
+  // Timing: one all_reduce of a decode row, captured once, replayed 200 times after 20 warm-ups.
+  for (size_t count : {size_t{4096}, size_t{8192}}) {
+    auto buffer = gpu::DeviceBuffer::allocate(count * 2);
+    auto start = gpu::CudaEvent::create();
+    auto stop = gpu::CudaEvent::create();
+    if (!buffer || !start || !stop) return fail(error(ErrorCode::kResourceExhausted, "timing buffers"));
+    CUgraph g = nullptr;
+    CUgraphExec exec = nullptr;
+    api().StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+    Status enqueued = (*comm)->all_reduce_sum(buffer->ptr(), buffer->ptr(), count, ir::DType::kBF16, stream);
+    api().StreamEndCapture(stream, &g);
+    if (!enqueued.is_ok()) return fail(enqueued);
+    api().GraphInstantiateWithFlags(&exec, g, 0);
+    std::vector<float> samples;
+    for (int i = 0; i < 220; ++i) {
+      Status timed = start->record(stream);
+      if (timed.is_ok()) timed = gpu::cuda_status(api().GraphLaunch(exec, stream), "graph launch");
+      if (timed.is_ok()) timed = stop->record(stream);
+      if (timed.is_ok()) timed = (*context)->synchronize();
+      if (!timed.is_ok()) return fail(timed);
+      auto ms = stop->elapsed_since(*start);
+      if (ms && i >= 20) samples.push_back(*ms * 1000.0f);
+    }
+    api().GraphExecDestroy(exec);
+    api().GraphDestroy(g);
+    std::sort(samples.begin(), samples.end());
+    result.median_us.push_back(samples.empty() ? -1.0f : samples[samples.size() / 2]);
+  }
+  return result;
+}
+
+TEST(NcclCollectives, EveryGpuSumsAndGathersExactlyAlsoInACudaGraph) {
+  AC_REQUIRE_GPU();
+  auto library = gpu::load_nccl();
+  ASSERT_TRUE(library.has_value()) << library.status().to_string();
+  int devices = 0;
+  ASSERT_EQ(api().DeviceGetCount(&devices), CUDA_SUCCESS);
+  std::printf("NCCL %d (%s), %d GPU(s), NCCL_NVLS_ENABLE set to 0 by the communicator\n", library->version, library->path.c_str(), devices);
+  auto id = gpu::NcclCommunicator::unique_id();
+  ASSERT_TRUE(id.has_value()) << id.status().to_string();
+  std::vector<RankResult> results(static_cast<size_t>(devices));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < devices; ++r) threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(devices, r, *id); });
+  for (auto& thread : threads) thread.join();
+  for (const RankResult& r : results) EXPECT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_STREQ(std::getenv("NCCL_NVLS_ENABLE"), "0");
+  if (results[0].failure.empty())
+    std::printf("all_reduce bf16 over %d rank(s), captured: [1, 4096] %.2f us, [1, 8192] %.2f us (median of 200, rank 0)\n", devices,
+                results[0].median_us[0], results[0].median_us[1]);
+}
+
+}  // namespace
+}  // namespace agentcompile
