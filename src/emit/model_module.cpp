@@ -42,7 +42,9 @@ Expected<ModelModule> model_module(const frontend::ModelSource& source, bool bat
   AC_ASSIGN_OR_RETURN(ModelModule out, whole_module(source));
   // Both passes run after recognition: they read the semantic ops (rope, kv_append, attention, the
   // projections' roles, shard/roles.h) a capture is raised to.
-  if (shard.ranks >= 1) AC_ASSIGN_OR_RETURN(out.module, shard::shard_module(out.module, {shard.ranks, shard.rank}));
+  if (shard.ranks >= 1) {
+    AC_ASSIGN_OR_RETURN(out.module, shard::shard_module(out.module, {shard.ranks, shard.rank}));
+  }
   if (batch_decode) AC_TRY(ir::add_decode_batch(out.module));
   out.ir_text = print_without_locations(out.module);
   return out;

@@ -121,7 +121,7 @@ inline void dump_source(const std::filesystem::path& path, const std::string& na
   ASSERT_TRUE(formats.has_value()) << name << ": " << formats.status().to_string();
   auto source = frontend::open_model(path, /*with_weights=*/false, *formats);
   ASSERT_TRUE(source.has_value()) << name << ": " << source.status().to_string();
-  auto prepared = emit::model_module(*source, shard);
+  auto prepared = emit::model_module(*source, /*batch_decode=*/false, shard);
   ASSERT_TRUE(prepared.has_value()) << name << ": " << prepared.status().to_string();
   DumpedModel model{name, {}};
   for (const DumpSetting& setting : dump_settings())
