@@ -23,7 +23,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
                "Use the artifact that also holds decode_batch (compile --batch-decode; compiled on first use); serve --max-concurrency N > 1 implies it");
   cmd.add_option("--quantize", flags.quantize,
                  "Run the checkpoint with its linear weights quantized (as `compile --quantize`): int8[:bf16] or int4[:gG][:zp][:bf16]");
-  cmd.add_flag("--dequantize", flags.dequantize, "GGUF: run the f16 path, the file's blocks dequantized at load");
+  cmd.add_flag("--dequantize", flags.dequantize, "GGUF: run the f16 path, the file's blocks dequantized at load (with --quantize: then quantized again)");
   cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
   cmd.add_option("--tensor-parallel", flags.tensor_parallel,
                  "Split the model over N GPUs (Megatron sharding, NCCL all-reduce; one thread per GPU); 1 runs the same path on one GPU. "
