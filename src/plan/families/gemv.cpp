@@ -31,35 +31,24 @@ class GemvFamily final : public TypedFamily<MatmulMatch, GemvConfig> {
     const int64_t K = m.K, N = m.N;
     const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
     if (K * 2 > 48 * 1024) return out;  // x is staged in static shared memory
-    for (int threads : {128, 256}) {
-      for (int rows : {1, 2, 4}) {
-        for (int unroll : {1, 2, 4}) {
-          for (int split : {1, 2, 4}) {
-            const int warps = threads / 32;
-            if (warps % split != 0) continue;
-            const int row_warps = warps / split;
-            const int64_t k_per_split = K / split;
-            // A split must give every lane at least one unrolled step (short K: one split, no unroll).
-            if ((split > 1 || unroll > 1) && k_per_split < 256 * unroll) continue;
-            if (split > 1 && k_per_split % 8 != 0) continue;
-            const int loads_in_flight = unroll * rows * mats;  // 16-byte weight loads per lane
-            if (loads_in_flight > 16) continue;  // register budget: 4 registers per load
-            const int64_t blocks = (N + row_warps * rows - 1) / (row_warps * rows);
-            Choice c{GemvConfig(m, GemvSchedule{threads, rows, unroll, split})};
-            // Heuristic: about two blocks per SM, 8 loads in flight per lane, and splits only where
-            // rows are too few to fill the machine. Measured on H200 (decode-round4, gemv_admission_test):
-            // the fastest schedule of every Qwen3/Llama decode matmul keeps 8 loads in flight, and the
-            // small ones (QKV, o_proj, down) run fastest with ~256 blocks; more blocks with fewer loads
-            // each (r1 u4 at 512 blocks for QKV: 9.4 us against 7.6-8.1) lose.
-            const double fill = std::min(1.0, static_cast<double>(blocks) / (1.9 * device.multiprocessors));
-            const double flight = loads_in_flight == 8 ? 1.0 : loads_in_flight == 4 ? 0.9 : loads_in_flight > 8 ? 0.8 : 0.6;
-            const double split_penalty = split > 1 && blocks >= 2 * device.multiprocessors ? 0.85 : 1.0;
-            c.score = fill * flight * split_penalty + (threads == 256 ? 0.01 : 0.0);
-            c.notes.push_back(std::to_string(blocks) + " blocks, " + std::to_string(loads_in_flight) + " loads in flight per lane");
-            out.push_back(std::move(c));
-          }
-        }
-      }
+    // A split must give every lane at least one unrolled step (short K: one split, no unroll).
+    auto fits_k = [K](int split, int unroll) {
+      const int64_t k_per_split = K / split;
+      return !((split > 1 || unroll > 1) && k_per_split < 256 * unroll) && !(split > 1 && k_per_split % 8 != 0);
+    };
+    for (const GemvGridPoint& point : gemv_grid(N, mats, fits_k)) {
+      Choice c{GemvConfig(m, point.schedule)};
+      // Heuristic: about two blocks per SM, 8 loads in flight per lane, and splits only where
+      // rows are too few to fill the machine. Measured on H200 (decode-round4, gemv_admission_test):
+      // the fastest schedule of every Qwen3/Llama decode matmul keeps 8 loads in flight, and the
+      // small ones (QKV, o_proj, down) run fastest with ~256 blocks; more blocks with fewer loads
+      // each (r1 u4 at 512 blocks for QKV: 9.4 us against 7.6-8.1) lose.
+      const int loads = point.loads_in_flight;
+      const double flight = loads == 8 ? 1.0 : loads == 4 ? 0.9 : loads > 8 ? 0.8 : 0.6;
+      c.score = gemv_fill(point.blocks, device) * flight * gemv_split_penalty(point.schedule.split, point.blocks, device) +
+                (point.schedule.threads == 256 ? 0.01 : 0.0);
+      c.notes.push_back(std::to_string(point.blocks) + " blocks, " + std::to_string(loads) + " loads in flight per lane");
+      out.push_back(std::move(c));
     }
     return out;
   }
@@ -86,6 +75,30 @@ class GemvFamily final : public TypedFamily<MatmulMatch, GemvConfig> {
 };
 
 }  // namespace
+
+std::vector<GemvGridPoint> gemv_grid(int64_t N, int mats, const std::function<bool(int split, int unroll)>& fits_k) {
+  std::vector<GemvGridPoint> out;
+  for (int threads : {128, 256})
+    for (int rows : {1, 2, 4})
+      for (int unroll : {1, 2, 4})
+        for (int split : {1, 2, 4}) {
+          const int warps = threads / 32;
+          if (warps % split != 0 || !fits_k(split, unroll)) continue;
+          const int loads_in_flight = unroll * rows * mats;
+          if (loads_in_flight > 16) continue;
+          const int row_warps = warps / split;
+          out.push_back({GemvSchedule{threads, rows, unroll, split}, (N + row_warps * rows - 1) / (row_warps * rows), loads_in_flight});
+        }
+  return out;
+}
+
+double gemv_fill(int64_t blocks, const DeviceProfile& device) {
+  return std::min(1.0, static_cast<double>(blocks) / (1.9 * device.multiprocessors));
+}
+
+double gemv_split_penalty(int64_t split, int64_t blocks, const DeviceProfile& device) {
+  return split > 1 && blocks >= 2 * device.multiprocessors ? 0.85 : 1.0;
+}
 
 Match GemvConfig::match_view() const {
   Match m;

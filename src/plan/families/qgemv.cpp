@@ -45,35 +45,23 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
     const int64_t K = m.K, N = m.N, elems = chunk_elements(m.w_dtype);
     const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
     if (K * 2 > 48 * 1024) return out;  // x is staged in static shared memory
-    for (int threads : {128, 256}) {
-      for (int rows : {1, 2, 4}) {
-        for (int unroll : {1, 2, 4}) {
-          for (int split : {1, 2, 4}) {
-            const int warps = threads / 32;
-            if (warps % split != 0) continue;
-            const int row_warps = warps / split;
-            const int64_t chunks_per_split = K / elems / split;
-            // Every lane gets at least one unrolled step of its split, and a split is whole chunks.
-            if ((split > 1 || unroll > 1) && chunks_per_split < 32 * unroll) continue;
-            if ((K / elems) % split != 0) continue;
-            const int loads_in_flight = unroll * rows * mats;
-            if (loads_in_flight > 16) continue;
-            const int64_t blocks = (N + row_warps * rows - 1) / (row_warps * rows);
-            Choice c{QGemvConfig(m, GemvSchedule{threads, rows, unroll, split}, matched.tokens_static)};
-            // The f16 GEMV's heuristic (plan/families/gemv.cpp): fill the machine, keep about 8 loads
-            // in flight per lane; a load here holds 2x (int8) or 4x (int4) the elements, so fewer
-            // rows are needed to cover the latency, and the dequantization's ALU work favours more
-            // blocks over deep unrolling. Not yet measured on a GPU.
-            const double fill = std::min(1.0, static_cast<double>(blocks) / (1.9 * device.multiprocessors));
-            const double flight = loads_in_flight == 4 ? 1.0 : loads_in_flight == 8 ? 0.95 : loads_in_flight == 2 ? 0.85 : 0.7;
-            const double split_penalty = split > 1 && blocks >= 2 * device.multiprocessors ? 0.85 : 1.0;
-            c.score = fill * flight * split_penalty + (threads == 256 ? 0.01 : 0.0);
-            c.notes.push_back(std::to_string(blocks) + " blocks per token, " + std::to_string(loads_in_flight) +
-                              " 16-byte loads in flight per lane, " + format_tag(m.w_dtype) + " dequantized in registers");
-            out.push_back(std::move(c));
-          }
-        }
-      }
+    // Every lane gets at least one unrolled step of its split, and a split is whole chunks.
+    auto fits_k = [K, elems](int split, int unroll) {
+      return !((split > 1 || unroll > 1) && K / elems / split < 32 * unroll) && (K / elems) % split == 0;
+    };
+    for (const GemvGridPoint& point : gemv_grid(N, mats, fits_k)) {
+      Choice c{QGemvConfig(m, point.schedule, matched.tokens_static)};
+      // The f16 GEMV's heuristic (plan/families/gemv.cpp): fill the machine, keep about 8 loads
+      // in flight per lane; a load here holds 2x (int8) or 4x (int4) the elements, so fewer
+      // rows are needed to cover the latency, and the dequantization's ALU work favours more
+      // blocks over deep unrolling. Not yet measured on a GPU.
+      const int loads = point.loads_in_flight;
+      const double flight = loads == 4 ? 1.0 : loads == 8 ? 0.95 : loads == 2 ? 0.85 : 0.7;
+      c.score = gemv_fill(point.blocks, device) * flight * gemv_split_penalty(point.schedule.split, point.blocks, device) +
+                (point.schedule.threads == 256 ? 0.01 : 0.0);
+      c.notes.push_back(std::to_string(point.blocks) + " blocks per token, " + std::to_string(loads) +
+                        " 16-byte loads in flight per lane, " + format_tag(m.w_dtype) + " dequantized in registers");
+      out.push_back(std::move(c));
     }
     return out;
   }
