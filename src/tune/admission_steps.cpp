@@ -32,16 +32,14 @@ int64_t workspace_bytes(const plan::Candidate& c, int64_t tokens) { return c.wor
 // Whether random_case draws the same data at `size` as at the validation bindings: the same resolved
 // shapes of every input and state, and the same position where an input takes it. A captured module's
 // shapes are static, so its timing size (another L, a bucket's T) often resolves to the very same tensors.
-bool same_case_data(const RegionLayout& layout, const RegionBindings& size, const RegionWork& work) {
-  auto validation = region_layout(*work.region_module, work.bindings);
-  if (!validation) return false;
+bool same_case_data(const RegionLayout& layout, const RegionBindings& size, const RegionLayout& validation, const RegionWork& work) {
   auto resolved = [](const std::vector<ir::TensorType>& types, const ir::SymbolBindings& symbols) {
     std::vector<std::vector<int64_t>> shapes;
     for (const auto& type : types) shapes.push_back(symbols.resolve(type.shape));
     return shapes;
   };
-  if (resolved(layout.inputs, layout.symbols) != resolved(validation->inputs, validation->symbols)) return false;
-  if (resolved(layout.states, layout.symbols) != resolved(validation->states, validation->symbols)) return false;
+  if (resolved(layout.inputs, layout.symbols) != resolved(validation.inputs, validation.symbols)) return false;
+  if (resolved(layout.states, layout.symbols) != resolved(validation.states, validation.symbols)) return false;
   for (const auto& type : layout.inputs)  // a scalar i32 input is the position (random_case)
     if (type.dtype == ir::DType::kI32 && type.shape.empty() && size.pos != work.bindings.pos) return false;
   return true;
@@ -52,15 +50,15 @@ bool same_case_data(const RegionLayout& layout, const RegionBindings& size, cons
 // own copies to leave L2. The workspace is the largest any of the region's candidates needs, so every
 // candidate runs on the same sets.
 Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module& region_module, const RegionWork& work,
-                                        const RegionBindings& size, SharedWeights& weights, const std::vector<RegionCase>& cases,
-                                        Laps& laps) {
+                                        const RegionBindings& size, RegionOnDevice& region, Laps& laps) {
+  SharedWeights& weights = region.weights;
   AC_ASSIGN_OR_RETURN(RegionLayout layout, region_layout(region_module, size));
   // Weights do not depend on T: time with the validation weights; inputs and states at this size,
   // drawn as (seed 1, normal). At the validation size that draw is already among the cases: reuse it
   // rather than draw gigabytes again (a KernelBench input can hold 2^31 elements).
   const RegionCase* data = nullptr;
-  if (same_case_data(layout, size, work))
-    for (const RegionCase& c : cases)
+  if (same_case_data(layout, size, region.layout, work))
+    for (const RegionCase& c : *region.cases)
       if (c.seed == 1 && c.distribution == Distribution::kNormal) data = &c;
   std::optional<RegionCase> drawn;
   if (!data) data = &drawn.emplace(random_case(region_module, layout, size, weights.host, 1, Distribution::kNormal));
@@ -271,7 +269,7 @@ CandidateResult admit_candidate(gpu::CudaContext& ctx, gpu::LibraryRunner* libra
   for (const RegionBindings& size : sizes) {
     const auto key = std::make_tuple(size.T, size.L, size.pos);
     if (!region.timing.count(key)) {
-      auto sets = upload_timing_sets(ctx, *work.region_module, work, size, region.weights, *region.cases, laps);
+      auto sets = upload_timing_sets(ctx, *work.region_module, work, size, region, laps);
       if (!sets) return fail(sets.status(), true);
       region.timing.emplace(key, std::move(*sets));
     }
