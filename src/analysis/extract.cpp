@@ -72,10 +72,15 @@ Expected<ir::Module> extract_region(const ir::Module& module, const ir::Function
   for (const std::string& name : region.params) {
     // A region reads an alias (rows of a fused weight) as a weight of its own: the rows it needs are bound
     // by name when the artifact runs, and admission draws its own values for them, so the source the rows
-    // come from is not part of the region.
+    // come from is not part of the region. A rank's shard of a checkpoint tensor (tensor parallelism) is
+    // likewise a whole weight of the rank's shape to the region: which part of the checkpoint it is
+    // matters only when the runtime loads it.
     ir::ParamDecl param = *module.find_param(name);
     param.alias_of.clear();
     param.alias_row = 0;
+    param.shard_ranges.clear();
+    param.shard_axis = 0;
+    param.shard_of = 0;
     out.params.push_back(std::move(param));
   }
   for (const std::string& name : region.states) out.states.push_back(*module.find_state(name));

@@ -153,6 +153,7 @@ TEST(NcclCollectives, EveryGpuSumsAndGathersExactlyAlsoInACudaGraph) {
   auto library = gpu::load_nccl();
   ASSERT_TRUE(library.has_value()) << library.status().to_string();
   int devices = 0;
+  ASSERT_EQ(api().Init(0), CUDA_SUCCESS);  // the GPU probe ran in a forked child: this process has not initialized CUDA
   ASSERT_EQ(api().DeviceGetCount(&devices), CUDA_SUCCESS);
   std::printf("NCCL %d (%s), %d GPU(s), NCCL_NVLS_ENABLE set to 0 by the communicator\n", library->version, library->path.c_str(), devices);
   auto id = gpu::NcclCommunicator::unique_id();

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "analysis/extract.h"
 #include "analysis/recognize/recognize.h"
 #include "analysis/regions.h"
 #include "analysis/summary.h"
@@ -21,6 +22,7 @@
 #include "model_fixtures.h"
 #include "shard/rank_interpreters.h"
 #include "shard/shard.h"
+#include "tune/region_cases.h"
 
 namespace agentcompile {
 namespace {
@@ -170,6 +172,30 @@ TEST(Shard, RankModuleRoundTripsAndIsPinned) {
   EXPECT_TRUE(*parsed == *rank);
   EXPECT_TRUE(ir::verify_module(*parsed).is_ok());
   testing::expect_golden("shard/tp_qwen3_rank1_of_2.ir", text);
+}
+
+TEST(Shard, EveryRegionOfARankBuildsItsReferenceCases) {
+  // Admission draws a region's weights at the rank's shape: an extracted region holds the rank's part as
+  // a whole weight (the compile of every TP rank failed here once: the reference asked the region's
+  // random weights for the whole checkpoint tensor).
+  auto rank = shard::shard_module(fixtures::tiny_model("tp-qwen3.json"), {2, 1});
+  ASSERT_TRUE(rank.has_value()) << rank.status().to_string();
+  for (const char* name : {"prefill", "decode"}) {
+    const ir::Function& f = *rank->find_function(name);
+    const auto partition = analysis::form_regions(*rank, f);
+    int sharded = 0;
+    for (const auto& region : partition.regions) {
+      if (region.kind == analysis::RegionKind::kCollective) continue;  // needs every rank: taken without validation
+      for (const std::string& param : region.params) sharded += rank->find_param(param)->is_shard();
+      auto region_module = analysis::extract_region(*rank, f, region);
+      ASSERT_TRUE(region_module.has_value()) << region_module.status().to_string();
+      for (const ir::ParamDecl& param : region_module->params) EXPECT_FALSE(param.is_shard()) << param.name;
+      const tune::RegionBindings bindings{std::string(name) == "decode" ? 1 : 8, 16, 0};
+      auto cases = tune::build_region_cases(*region_module, bindings, 1, {tune::Distribution::kNormal});
+      ASSERT_TRUE(cases.has_value()) << name << " r" << region.index << ": " << cases.status().to_string();
+    }
+    EXPECT_GT(sharded, 0) << name;
+  }
 }
 
 TEST(Shard, ShardRunsTileTheRankPart) {
