@@ -3,6 +3,7 @@
 
 #include "gpu/driver_api.h"
 
+#include <algorithm>
 #include <atomic>
 
 namespace agentcompile::gpu {
@@ -125,6 +126,17 @@ Status DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
 Status DeviceBuffer::fill_bytes(uint8_t value) {
   if (!bytes_) return Status::ok();
   return cuda_status(api().MemsetD8(ptr_, value, bytes_), "cuMemsetD8");
+}
+
+Status DeviceBuffer::repeat_prefix(size_t period) {
+  if (period == 0 || period > bytes_)
+    return error(ErrorCode::kInvalidArgument, "repeat_prefix: period " + std::to_string(period) + " of a " + std::to_string(bytes_) + "-byte buffer");
+  for (size_t filled = period; filled < bytes_;) {
+    const size_t copy = std::min(filled, bytes_ - filled);
+    AC_TRY(cuda_status(api().MemcpyDtoDAsync(ptr_ + filled, ptr_, copy, nullptr), "cuMemcpyDtoDAsync"));
+    filled += copy;
+  }
+  return cuda_status(api().StreamSynchronize(nullptr), "cuStreamSynchronize");
 }
 
 Expected<PinnedBuffer> PinnedBuffer::allocate(size_t bytes) {

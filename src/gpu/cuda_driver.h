@@ -66,6 +66,9 @@ class DeviceBuffer {
   Status upload(const void* host, size_t bytes, size_t offset = 0);
   Status download(void* host, size_t bytes, size_t offset = 0) const;
   Status fill_bytes(uint8_t value);
+  // Fills the whole buffer with its first `period` bytes, repeated (device-to-device copies that
+  // double the filled part; returns when they are done).
+  Status repeat_prefix(size_t period);
 
  private:
   CUdeviceptr ptr_ = 0;

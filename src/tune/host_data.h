@@ -21,6 +21,9 @@ struct TestTensor {
   std::vector<int64_t> shape;
   std::vector<float> values;
   std::vector<uint8_t> bytes;
+  // Timing data of a huge tensor only (random_case with a period): `bytes` holds one period of the
+  // encoding, which the upload repeats on the device to the whole shape; `values` is empty.
+  bool periodic = false;
   int64_t elements() const;
 };
 

@@ -94,8 +94,39 @@ RegionWeights random_weights(const ir::Module& region_module, const RegionLayout
   return weights;
 }
 
+namespace {
+
+// One period of a tensor drawn by `draw` at its own shape: the first `period` elements, repeated on upload.
+template <typename Draw>
+TestTensor drawn_periodic(const std::vector<int64_t>& shape, int64_t period, Draw&& draw) {
+  int64_t elements = 1;
+  for (int64_t size : shape) elements *= size;
+  if (period <= 0 || elements <= period) return draw(shape);
+  TestTensor t = draw(std::vector<int64_t>{period});
+  t.values.clear();
+  t.values.shrink_to_fit();
+  t.shape = shape;
+  t.periodic = true;
+  return t;
+}
+
+}  // namespace
+
+int case_count(const RegionLayout& layout, int seeds, size_t distributions) {
+  const int all = std::max(1, seeds * static_cast<int>(distributions));
+  int64_t bytes = 0;
+  for (const auto* types : {&layout.inputs, &layout.outputs, &layout.states})
+    for (const auto& type : *types) {
+      int64_t elements = 1;
+      for (int64_t size : layout.symbols.resolve(type.shape)) elements *= size;
+      bytes += elements * static_cast<int64_t>(std::max<size_t>(ir::dtype_size(type.dtype), 1));
+    }
+  if (bytes <= 0) return all;
+  return static_cast<int>(std::clamp<int64_t>(kCaseBudgetBytes / bytes, 1, all));
+}
+
 RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
-                       RegionWeights weights, int seed, Distribution distribution) {
+                       RegionWeights weights, int seed, Distribution distribution, int64_t period) {
   const ir::Function& function = *region_module.find_function("region");
   RegionCase c;
   c.label = "seed " + std::to_string(seed) + ", " + distribution_name(distribution);
@@ -109,18 +140,26 @@ RegionCase random_case(const ir::Module& region_module, const RegionLayout& layo
     if (type.dtype == ir::DType::kI32 && type.shape.empty() && domains[i].domain == Domain::kAny) {
       c.inputs.push_back(tensor_from_values(ir::DType::kI32, {}, {static_cast<float>(bindings.pos)}));  // a position
     } else if (type.dtype == ir::DType::kI32) {
-      c.inputs.push_back(integer_input(type, shape, domains[i], ++stream, bindings));
+      const uint64_t s = ++stream;
+      c.inputs.push_back(drawn_periodic(shape, period, [&](const std::vector<int64_t>& at) { return integer_input(type, at, domains[i], s, bindings); }));
     } else if (domains[i].domain == Domain::kAny || type.dtype == ir::DType::kBool) {
-      c.inputs.push_back(random_tensor(type.dtype, shape, distribution, ++stream));
+      const uint64_t s = ++stream;
+      c.inputs.push_back(drawn_periodic(shape, period, [&](const std::vector<int64_t>& at) { return random_tensor(type.dtype, at, distribution, s); }));
     } else {
-      TestTensor t = random_tensor(type.dtype, shape, distribution, ++stream);
-      apply_domain(domains[i], t.values);
-      c.inputs.push_back(tensor_from_values(type.dtype, shape, std::move(t.values)));
+      const uint64_t s = ++stream;
+      c.inputs.push_back(drawn_periodic(shape, period, [&](const std::vector<int64_t>& at) {
+        TestTensor t = random_tensor(type.dtype, at, distribution, s);
+        apply_domain(domains[i], t.values);
+        return tensor_from_values(type.dtype, at, std::move(t.values));
+      }));
     }
   }
   c.params = std::move(weights);
-  for (const auto& type : layout.states)
-    c.states.push_back(random_tensor(type.dtype, sizes(type, layout.symbols), distribution, ++stream));
+  for (const auto& type : layout.states) {
+    const uint64_t s = ++stream;
+    c.states.push_back(drawn_periodic(sizes(type, layout.symbols), period,
+                                      [&](const std::vector<int64_t>& at) { return random_tensor(type.dtype, at, distribution, s); }));
+  }
   return c;
 }
 
@@ -161,8 +200,10 @@ Expected<std::vector<RegionCase>> build_region_cases(const ir::Module& region_mo
       },
       ir::InterpreterOptions{bindings.L, 0});
   std::vector<RegionCase> cases;
-  for (int seed = 1; seed <= seeds; ++seed) {
+  const size_t wanted = static_cast<size_t>(case_count(layout, seeds, distributions.size()));
+  for (int seed = 1; seed <= seeds && cases.size() < wanted; ++seed) {
     for (Distribution distribution : distributions) {
+      if (cases.size() == wanted) break;
       RegionCase c = random_case(region_module, layout, bindings, params, seed, distribution);
       lap(&AdmissionTimes::case_data_s, times);
 

@@ -50,8 +50,21 @@ Expected<RegionLayout> region_layout(const ir::Module& region_module, const Regi
 // changes no value) and one case of random inputs and states without a reference (for timing at
 // sizes the CPU reference would take too long for).
 RegionWeights random_weights(const ir::Module& region_module, const RegionLayout& layout, WeightCache* cache = nullptr);
+// With `period` > 0 (timing data), an input or state of more elements is drawn as its first `period`
+// elements only, marked periodic (host_data.h): the upload repeats them. A KernelBench input of 2^31
+// elements is then 16M values drawn instead of 2^31, which took longer than timing every candidate.
 RegionCase random_case(const ir::Module& region_module, const RegionLayout& layout, const RegionBindings& bindings,
-                       RegionWeights weights, int seed, Distribution distribution);
+                       RegionWeights weights, int seed, Distribution distribution, int64_t period = 0);
+
+// Elements of one period of timing data (random_case): 64 MiB of f32, more than any GPU's L2, so a
+// kernel streaming the tensor still reads it from memory.
+inline constexpr int64_t kTimingPeriodElements = int64_t{1} << 24;
+
+// How many of a region's seeds x distributions cases admission runs: all of them, unless one case's
+// data (inputs, outputs and states at `bindings`) is so large that they would not fit kCaseBudgetBytes
+// together; then as many as fit, at least one. The first cases are seed 1 in each distribution.
+inline constexpr int64_t kCaseBudgetBytes = int64_t{4} << 30;
+int case_count(const RegionLayout& layout, int seeds, size_t distributions);
 
 // Cases for seeds 1..`seeds` x `distributions`, with the reference's outputs and states; the time
 // spent drawing data and running the reference is added to `times` when given. Weights come from

@@ -160,5 +160,45 @@ TEST(InputDomains, AliasedRowsAreARegionsOwnWeight) {
   EXPECT_EQ(cases->front().expected_outputs[0].values.size(), 8u * 16u);
 }
 
+// Timing data of a tensor larger than the period is drawn as one period (repeated by the upload):
+// domains still hold in it, and smaller tensors are drawn whole as before.
+TEST(InputDomains, TimingDataOfAHugeTensorIsOnePeriodInsideItsDomain) {
+  auto module = ir::parse_module("module m {\n  func @f(%x: f32[T, 4096]) -> (f32[T, 4096]) {\n"
+                                 "    %0 = log(%x) : f32[T, 4096]\n    return %0\n  }\n}\n", "huge");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const ir::Function& f = module->functions.front();
+  auto region = analysis::extract_region(*module, f, analysis::form_regions(*module, f).regions.front());
+  ASSERT_TRUE(region.has_value()) << region.status().to_string();
+  const int64_t period = 1 << 12;
+  for (int64_t tokens : {1, 64}) {
+    const tune::RegionBindings size{tokens, 64, 0};
+    auto layout = tune::region_layout(*region, size);
+    ASSERT_TRUE(layout.has_value());
+    const tune::RegionCase c = tune::random_case(*region, *layout, size, {}, 1, tune::Distribution::kNormal, period);
+    const tune::TestTensor& x = c.inputs[0];
+    EXPECT_EQ(x.elements(), tokens * 4096);
+    EXPECT_EQ(x.periodic, tokens * 4096 > period);
+    EXPECT_EQ(x.bytes.size(), static_cast<size_t>(std::min<int64_t>(tokens * 4096, period)) * 4);
+    EXPECT_EQ(x.values.empty(), x.periodic);
+    for (float v : tune::decode_values(ir::DType::kF32, x.bytes)) EXPECT_GT(v, 0.0f) << "log's argument must stay positive";
+  }
+}
+
+// Admission's cases of a region whose data is gigabytes per case are capped by the budget (at least
+// one); a region of ordinary size keeps every seed x distribution.
+TEST(InputDomains, CasesOfAHugeRegionFitTheBudget) {
+  auto layout_of = [](int64_t elements) {
+    tune::RegionLayout layout;
+    layout.inputs = {ir::TensorType{ir::DType::kF32, {ir::Dim::of(elements)}}};
+    layout.outputs = layout.inputs;
+    layout.output_state = {-1};
+    return layout;
+  };
+  EXPECT_EQ(tune::case_count(layout_of(4096), 3, 2), 6);
+  EXPECT_EQ(tune::case_count(layout_of(int64_t{1} << 28), 3, 2), 2);  // 2 GiB per case of a 4 GiB budget
+  EXPECT_EQ(tune::case_count(layout_of(int64_t{1} << 30), 3, 2), 1);  // L1 33 BatchNorm: 8 GiB per case
+  EXPECT_EQ(tune::case_count(layout_of(int64_t{1} << 31), 3, 2), 1);
+}
+
 }  // namespace
 }  // namespace agentcompile
