@@ -273,9 +273,11 @@ Expected<std::string> artifact_format_of(const fs::path& dir) {
   return value;
 }
 
-std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates) {
-  if (generates) return {kSamplerKernel};
-  return {};
+std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates, bool collectives) {
+  std::vector<RuntimeKernelSpec> kernels;
+  if (generates) kernels.push_back(kSamplerKernel);
+  if (collectives) kernels.push_back(kPeerAllReduceKernel);
+  return kernels;
 }
 
 Status check_runtime_kernels(const ArtifactRecord& record) {

@@ -93,6 +93,9 @@ struct RuntimeKernelSpec {
 };
 // Sampling from the last logits row on the device (src/kernels/sampling.cuh; runtime/sampler.h).
 inline constexpr RuntimeKernelSpec kSamplerKernel{"sampler", "ac_sample", "#include \"sampling.cuh\"\n"};
+// Tensor parallelism's small all-reduces over peer memory (kernels/peer_all_reduce.cuh; gpu/peer_all_reduce.h),
+// in the artifact of a module with collectives; without it the runtime keeps every all-reduce on NCCL.
+inline constexpr RuntimeKernelSpec kPeerAllReduceKernel{"peer_all_reduce", "ac_peer_all_reduce", "#include \"peer_all_reduce.cuh\"\n"};
 
 // Where a runtime kernel is in the artifact.
 struct RuntimeKernelEntry {
@@ -137,7 +140,9 @@ Expected<std::string> artifact_format_of(const std::filesystem::path& dir);
 
 // The runtime kernels an artifact must carry: the sampler when its module generates (has a decode
 // function), none for a plain module.
-std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates);
+// The runtime kernels an artifact ships: the sampler where it generates, the peer all-reduce where its
+// module has collectives. Only the sampler is required of an artifact read (check_runtime_kernels).
+std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates, bool collectives = false);
 
 // kNotFound naming the first runtime kernel the record should carry and does not (an artifact
 // compiled before they shipped in artifacts): it must be compiled again.

@@ -59,6 +59,10 @@ struct DriverApi {
   decltype(&::cuGraphDestroy) GraphDestroy = nullptr;
   decltype(&::cuGraphGetNodes) GraphGetNodes = nullptr;
   decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
+  // Peer access between the GPUs of one process (tensor parallelism's peer all-reduce).
+  decltype(&::cuCtxGetDevice) CtxGetDevice = nullptr;
+  decltype(&::cuDeviceCanAccessPeer) DeviceCanAccessPeer = nullptr;
+  decltype(&::cuCtxEnablePeerAccess) CtxEnablePeerAccess = nullptr;
 };
 
 // The loaded API, or nullptr with `why` set when libcuda cannot be loaded.

@@ -1,6 +1,8 @@
 // NCCL through dlopen (see nccl.h).
 #include "gpu/nccl.h"
 
+#include "gpu/peer_all_reduce.h"
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -136,10 +138,14 @@ Expected<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(int ranks, 
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  peer_.reset();
   if (comm_) api().comm_destroy(comm_);
 }
 
+void NcclCommunicator::use_peer_all_reduce(std::unique_ptr<PeerAllReduce> peer) { peer_ = std::move(peer); }
+
 Status NcclCommunicator::all_reduce_sum(CUdeviceptr in, CUdeviceptr out, size_t count, ir::DType dtype, CUstream stream) {
+  if (peer_ && PeerAllReduce::takes(count, dtype)) return peer_->all_reduce_sum(in, out, count, dtype, stream);
   AC_ASSIGN_OR_RETURN(int type, nccl_dtype(dtype));
   return nccl_status(api().all_reduce(reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out), count, type, kNcclSum, comm_, stream),
                      "ncclAllReduce(" + std::to_string(count) + " elements)");

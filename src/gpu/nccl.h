@@ -24,6 +24,8 @@
 
 namespace agentcompile::gpu {
 
+class PeerAllReduce;
+
 // ncclUniqueId: the bytes rank 0 creates and every rank passes to its communicator's init.
 struct NcclUniqueId {
   char internal[128];
@@ -53,6 +55,10 @@ class NcclCommunicator {
 
   int ranks() const { return ranks_; }
   int rank() const { return rank_; }
+  // Small all-reduces go to the peer kernel from now on (gpu/peer_all_reduce.h), larger ones to NCCL;
+  // every rank sets one up or none (PeerAllReduce::create decides alike on all).
+  void use_peer_all_reduce(std::unique_ptr<PeerAllReduce> peer);
+  bool uses_peer_all_reduce() const { return peer_ != nullptr; }
   // out = the element-wise sum over the ranks of in (count elements of dtype f32, f16 or bf16; in == out
   // is allowed).
   Status all_reduce_sum(CUdeviceptr in, CUdeviceptr out, size_t count, ir::DType dtype, CUstream stream);
@@ -62,6 +68,7 @@ class NcclCommunicator {
  private:
   NcclCommunicator() = default;
   void* comm_ = nullptr;  // ncclComm_t
+  std::unique_ptr<PeerAllReduce> peer_;
   int ranks_ = 0, rank_ = 0;
 };
 

@@ -72,7 +72,10 @@ ArtifactIdentity identify_artifact(const CapturedModel& model, const Target& tar
   identity.nvrtc_version = codegen::nvrtc_version();
   identity.options = result_options(options, target.gpu);
   identity.model = model_record(model.source, options);
-  identity.runtime_kernels = emit::runtime_kernels_for(model.module.module.find_function("decode") != nullptr);
+  bool collectives = false;
+  for (const ir::Function& function : model.module.module.functions)
+    for (const ir::Node& node : function.nodes) collectives |= node.op == ir::OpKind::kAllReduce;
+  identity.runtime_kernels = emit::runtime_kernels_for(model.module.module.find_function("decode") != nullptr, collectives);
   const std::string kernels_hash = kernel_headers_hash();
   identity.compiler = std::string(kCompilerVersion) + " " + kernels_hash;
   emit::ArtifactKeyParts parts;

@@ -13,6 +13,7 @@
 #include "gpu/driver_api.h"
 #include "ir/decode_batch.h"
 #include "gpu/nccl.h"
+#include "gpu/peer_all_reduce.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/decode_loop.h"
 #include "runtime/derived_weights.h"
@@ -173,6 +174,15 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     say("tensor parallel: rank " + std::to_string(options.compile.rank) + " of " + std::to_string(ranks) + " on GPU " + std::to_string(options.device));
     AC_ASSIGN_OR_RETURN(communicator_, gpu::NcclCommunicator::create(ranks, options.compile.rank, id));
     if (library_) library_->set_communicator(communicator_.get());
+    // Small all-reduces over peer memory where every rank can take part (every rank decides alike);
+    // an artifact compiled before the kernel shipped keeps them all on NCCL.
+    const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
+    if (ranks > 1 && peer_cubin != artifact_.runtime_cubins.end()) {
+      auto peer = gpu::PeerAllReduce::create(*communicator_, peer_cubin->second, context_->stream());
+      if (peer) communicator_->use_peer_all_reduce(std::move(*peer));
+      say(peer ? "tensor parallel: all-reduces up to " + std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB over peer memory, larger over NCCL"
+               : "tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");
+    }
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
   AC_ASSIGN_OR_RETURN(auto derived, runtime::compute_derived_weights(module_, *source_.weights));

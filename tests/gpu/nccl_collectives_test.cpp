@@ -4,14 +4,20 @@
 // decode step sums (one token's hidden row, 4096 and 8192) and a prefill chunk's (512 x 4096); each
 // once enqueued directly and once captured in a CUDA graph and replayed, as the decode step runs it.
 // Then the time of one captured all_reduce of a bf16 [1, 4096] and [1, 8192] row (median of 200
-// replays), the figure the 70B check adds to the weight-streaming bound.
+// replays), the figure the 70B check adds to the weight-streaming bound. With two GPUs or more, all of
+// it again with the peer all-reduce set up (gpu/peer_all_reduce.h: rows up to 64 KiB summed by reading
+// the peers' memory, larger ones on NCCL), plus one captured graph replayed 60 times on inputs that
+// change between replays (the kernel's call counter and two slots), and its time against NCCL's.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "codegen/nvrtc_compiler.h"
+#include "emit/artifact_record.h"
 #include "gpu/driver_api.h"
 #include "gpu/nccl.h"
+#include "gpu/peer_all_reduce.h"
 #include "gpu_test_support.h"
 
 namespace agentcompile {
@@ -52,8 +58,9 @@ struct RankResult {
   std::vector<float> median_us;  // per timed size
 };
 
-// One rank: its context on device `rank`, its communicator, every case checked, then the timings.
-RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id) {
+// One rank: its context on device `rank`, its communicator (with the peer all-reduce when `peer_cubin`
+// is not empty), every case checked, then the timings.
+RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std::vector<char>& peer_cubin = {}) {
   RankResult result;
   auto fail = [&](const Status& status) {
     result.failure = "rank " + std::to_string(rank) + ": " + status.to_string();
@@ -64,6 +71,43 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id) {
   CUstream stream = (*context)->stream();
   auto comm = gpu::NcclCommunicator::create(ranks, rank, id);
   if (!comm) return fail(comm.status());
+  if (!peer_cubin.empty()) {
+    auto peer = gpu::PeerAllReduce::create(**comm, peer_cubin, stream);
+    if (!peer) return fail(peer.status());
+    (*comm)->use_peer_all_reduce(std::move(*peer));
+    // Replays of one captured graph on changing inputs: every call takes the next slot and flag value.
+    const size_t count = 4096;
+    auto in = gpu::DeviceBuffer::allocate(count * 2);
+    auto out = gpu::DeviceBuffer::allocate(count * 2);
+    if (!in || !out) return fail(!in ? in.status() : out.status());
+    CUgraph g = nullptr;
+    CUgraphExec exec = nullptr;
+    api().StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+    Status enqueued = (*comm)->all_reduce_sum(in->ptr(), out->ptr(), count, ir::DType::kBF16, stream);
+    api().StreamEndCapture(stream, &g);
+    if (!enqueued.is_ok()) return fail(enqueued);
+    if (Status s = gpu::cuda_status(api().GraphInstantiateWithFlags(&exec, g, 0), "instantiate"); !s.is_ok()) return fail(s);
+    for (int replay = 0; replay < 60; ++replay) {
+      const int scale = 1 + replay % 5;  // rank r's row times scale: the sum is scale times the plain one
+      std::vector<uint8_t> mine(count * 2), want(count * 2), got(count * 2);
+      for (size_t i = 0; i < count; ++i) {
+        const uint16_t h = encode(value(rank, i) * static_cast<float>(scale), ir::DType::kBF16);
+        std::memcpy(mine.data() + i * 2, &h, 2);
+        float total = 0;
+        for (int r = 0; r < ranks; ++r) total += value(r, i) * static_cast<float>(scale);
+        const uint16_t t = encode(total, ir::DType::kBF16);
+        std::memcpy(want.data() + i * 2, &t, 2);
+      }
+      Status step = in->upload(mine.data(), mine.size());
+      if (step.is_ok()) step = gpu::cuda_status(api().GraphLaunch(exec, stream), "graph launch");
+      if (step.is_ok()) step = (*context)->synchronize();
+      if (step.is_ok()) step = out->download(got.data(), got.size());
+      if (!step.is_ok()) return fail(step);
+      if (got != want) return fail(error(ErrorCode::kMismatch, "peer all_reduce, replay " + std::to_string(replay) + " of a captured graph: wrong sum"));
+    }
+    api().GraphExecDestroy(exec);
+    api().GraphDestroy(g);
+  }
   for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16}) {
     for (size_t count : {size_t{4096}, size_t{8192}, size_t{512 * 4096}}) {
       for (bool graph : {false, true}) {
@@ -167,6 +211,39 @@ TEST(NcclCollectives, EveryGpuSumsAndGathersExactlyAlsoInACudaGraph) {
   if (results[0].failure.empty())
     std::printf("all_reduce bf16 over %d rank(s), captured: [1, 4096] %.2f us, [1, 8192] %.2f us (median of 200, rank 0)\n", devices,
                 results[0].median_us[0], results[0].median_us[1]);
+}
+
+TEST(NcclCollectives, PeerAllReduceSumsExactlyAndReplaysInACudaGraph) {
+  AC_REQUIRE_GPU();
+  ASSERT_EQ(api().Init(0), CUDA_SUCCESS);
+  int devices = 0;
+  ASSERT_EQ(api().DeviceGetCount(&devices), CUDA_SUCCESS);
+  if (devices < 2) GTEST_SKIP() << "the peer all-reduce needs two GPUs; this machine has " << devices;
+  auto library = gpu::load_nccl();
+  ASSERT_TRUE(library.has_value()) << library.status().to_string();
+  // The kernel as a compile ships it (emit::kPeerAllReduceKernel), compiled for this GPU.
+  std::vector<char> cubin;
+  {
+    auto context = gpu::CudaContext::create(0);
+    ASSERT_TRUE(context) << context.status().to_string();
+    codegen::NvrtcOptions nvrtc;
+    nvrtc.arch = gpu::nvrtc_arch((*context)->info());
+    auto compiled = codegen::compile_all({{emit::kPeerAllReduceKernel.kernel, emit::kPeerAllReduceKernel.source}}, nvrtc);
+    ASSERT_TRUE(compiled && compiled->size() == 1 && (*compiled)[0].ok) << (compiled ? (*compiled)[0].log : compiled.status().to_string());
+    cubin = (*compiled)[0].cubin;
+  }
+  for (int ranks : devices > 2 ? std::vector<int>{2, devices} : std::vector<int>{2}) {
+    auto id = gpu::NcclCommunicator::unique_id();
+    ASSERT_TRUE(id.has_value()) << id.status().to_string();
+    std::vector<RankResult> results(static_cast<size_t>(ranks));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = run_rank(ranks, r, *id, cubin); });
+    for (auto& thread : threads) thread.join();
+    for (const RankResult& r : results) EXPECT_TRUE(r.failure.empty()) << r.failure;
+    if (results[0].failure.empty())
+      std::printf("peer all_reduce bf16 over %d ranks, captured: [1, 4096] %.2f us, [1, 8192] %.2f us (median of 200, rank 0)\n", ranks,
+                  results[0].median_us[0], results[0].median_us[1]);
+  }
 }
 
 }  // namespace

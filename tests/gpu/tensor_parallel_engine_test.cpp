@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kWork = fs::path(AC_BINARY_DIR) / "tensor-parallel-test";
-const std::vector<int32_t> kPrompt = {11, 402, 7, 1999, 63, 5, 812, 300};
+const std::vector<int32_t> kPrompt = {11, 402, 7, 999, 63, 5, 812, 300};  // small-qwen3: a vocabulary of 1024
 constexpr int kNewTokens = 24;
 
 const fs::path& model_dir() {

@@ -1,8 +1,9 @@
-// The runtime's sampling kernels compile under NVRTC exactly as the engine compiles them (no host
+// The runtime's kernels (the sampler, the peer all-reduce) compile under NVRTC exactly as the engine compiles them (no host
 // headers: what nvcc tolerates, NVRTC may not), for every architecture the compiler targets.
 #include <gtest/gtest.h>
 
 #include "codegen/nvrtc_compiler.h"
+#include "emit/artifact_record.h"
 
 namespace agentcompile {
 namespace {
@@ -13,6 +14,19 @@ TEST(SamplingKernels, CompileUnderNvrtc) {
     options.arch = arch;
     options.threads = 1;
     auto compiled = codegen::compile_all({{"ac_sample", "#include \"sampling.cuh\"\n"}}, options);
+    ASSERT_TRUE(compiled) << compiled.status().to_string();
+    ASSERT_EQ(compiled->size(), 1u);
+    EXPECT_TRUE((*compiled)[0].ok) << arch << ":\n" << (*compiled)[0].log;
+    EXPECT_FALSE((*compiled)[0].cubin.empty());
+  }
+}
+
+TEST(SamplingKernels, PeerAllReduceCompilesUnderNvrtc) {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    codegen::NvrtcOptions options;
+    options.arch = arch;
+    options.threads = 1;
+    auto compiled = codegen::compile_all({{emit::kPeerAllReduceKernel.kernel, emit::kPeerAllReduceKernel.source}}, options);
     ASSERT_TRUE(compiled) << compiled.status().to_string();
     ASSERT_EQ(compiled->size(), 1u);
     EXPECT_TRUE((*compiled)[0].ok) << arch << ":\n" << (*compiled)[0].log;

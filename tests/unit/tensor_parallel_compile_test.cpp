@@ -48,6 +48,12 @@ TEST(TensorParallelCompile, DryRunWritesEveryRanksArtifact) {
     // prefill: o_proj/down's all_reduce (one unique region, 3 buckets) and the LM head's all_gather (3);
     // decode: one of each.
     EXPECT_EQ(collectives, 8);
+    // The peer all-reduce ships beside the sampler, so the runtime can take decode's rows off NCCL.
+    ASSERT_TRUE(meta.contains("runtime_kernels"));
+    EXPECT_TRUE(meta["runtime_kernels"].contains("sampler"));
+    ASSERT_TRUE(meta["runtime_kernels"].contains("peer_all_reduce"));
+    EXPECT_TRUE(fs::is_regular_file(work / "out" / ("rank" + std::to_string(rank)) /
+                                    meta["runtime_kernels"]["peer_all_reduce"].value("cubin", "")));
   }
   EXPECT_FALSE(keys[0].empty());
   EXPECT_NE(keys[0], keys[1]);

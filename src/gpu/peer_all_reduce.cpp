@@ -1,0 +1,160 @@
+// The peer all-reduce's set-up and launches (see peer_all_reduce.h).
+#include "gpu/peer_all_reduce.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "gpu/driver_api.h"
+#include "gpu/nccl.h"
+
+namespace agentcompile::gpu {
+
+namespace {
+
+const DriverApi& api() { return *driver_api(); }
+
+constexpr int kMaxRanks = 8;        // ac::kPeerAllReduceMaxRanks
+constexpr unsigned kThreads = 512;  // ac::kPeerAllReduceThreads
+constexpr size_t kFlagsBytes = 256;  // kMaxRanks flag words, then the call counter, padded
+
+// The host mirror of ac::PeerAllReduceArgs (kernels/peer_all_reduce.cuh): the same members in the same order.
+struct KernelArgs {
+  const void* in;
+  void* out;
+  unsigned char* slots[kMaxRanks];
+  unsigned int* flags[kMaxRanks];
+  unsigned int* calls;
+  unsigned long long slot_bytes;
+  unsigned long long count;
+  int ranks;
+  int rank;
+  int dtype;
+};
+static_assert(sizeof(KernelArgs) == 184, "KernelArgs must match ac::PeerAllReduceArgs");
+
+// What each rank tells the others, gathered through NCCL (a multiple of 4 bytes: sent as f32 elements).
+struct Announcement {
+  uint64_t pid;
+  uint64_t slots;
+  uint64_t flags;
+  int32_t device;
+  int32_t ok;  // this rank could reach every peer
+};
+
+Expected<std::vector<Announcement>> gather(NcclCommunicator& comm, const Announcement& mine, CUstream stream) {
+  const int ranks = comm.ranks();
+  AC_ASSIGN_OR_RETURN(DeviceBuffer in, DeviceBuffer::allocate(sizeof(Announcement)));
+  AC_ASSIGN_OR_RETURN(DeviceBuffer out, DeviceBuffer::allocate(sizeof(Announcement) * static_cast<size_t>(ranks)));
+  AC_TRY(in.upload(&mine, sizeof mine));
+  AC_TRY(comm.all_gather(in.ptr(), out.ptr(), sizeof(Announcement) / 4, ir::DType::kF32, stream));
+  AC_CU(api().StreamSynchronize(stream), "cuStreamSynchronize (peer all-reduce set-up)");
+  std::vector<Announcement> all(static_cast<size_t>(ranks));
+  AC_TRY(out.download(all.data(), sizeof(Announcement) * all.size()));
+  return all;
+}
+
+int dtype_code(ir::DType dtype) { return dtype == ir::DType::kF32 ? 0 : dtype == ir::DType::kF16 ? 1 : 2; }
+
+}  // namespace
+
+bool PeerAllReduce::takes(size_t count, ir::DType dtype) {
+  if (dtype != ir::DType::kF32 && dtype != ir::DType::kF16 && dtype != ir::DType::kBF16) return false;
+  return count * ir::dtype_size(dtype) <= kMaxBytes;
+}
+
+Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator& communicator, const std::vector<char>& cubin,
+                                                               CUstream stream) {
+  std::unique_ptr<PeerAllReduce> p(new PeerAllReduce());
+  p->ranks_ = communicator.ranks();
+  p->rank_ = communicator.rank();
+  // Every rank reaches both exchanges below, whatever fails locally, so no rank waits alone.
+  std::string local_failure;
+  if (p->ranks_ < 2 || p->ranks_ > kMaxRanks) local_failure = std::to_string(p->ranks_) + " ranks (the kernel takes 2 to 8)";
+  Announcement mine{static_cast<uint64_t>(getpid()), 0, 0, -1, 0};
+  CUdevice device = 0;
+  if (local_failure.empty()) {
+    if (CUresult r = api().CtxGetDevice(&device); r != CUDA_SUCCESS) local_failure = cuda_status(r, "cuCtxGetDevice").message();
+    mine.device = static_cast<int32_t>(device);
+  }
+  if (local_failure.empty()) {
+    auto module = CudaModule::load(cubin, "the peer all-reduce kernel");
+    auto buffer = module ? DeviceBuffer::allocate(kFlagsBytes + 2 * kMaxBytes) : Expected<DeviceBuffer>(module.status());
+    if (!buffer) {
+      local_failure = buffer.status().message();
+    } else {
+      p->module_ = std::move(*module);
+      p->buffer_ = std::move(*buffer);
+      auto kernel = p->module_->function("ac_peer_all_reduce");
+      if (Status zero = p->buffer_.fill_bytes(0); !kernel || !zero) {
+        local_failure = kernel ? zero.message() : kernel.status().message();
+      } else {
+        p->kernel_ = *kernel;
+        mine.flags = p->buffer_.ptr();
+        mine.slots = p->buffer_.ptr() + kFlagsBytes;
+        p->calls_ = p->buffer_.ptr() + kMaxRanks * sizeof(unsigned int);
+      }
+    }
+  }
+  AC_ASSIGN_OR_RETURN(const std::vector<Announcement> first, gather(communicator, mine, stream));
+  // Reach every peer: one process (addresses mean the same), a device that can access each peer's.
+  for (int r = 0; r < p->ranks_ && local_failure.empty(); ++r) {
+    const Announcement& peer = first[static_cast<size_t>(r)];
+    if (peer.pid != mine.pid) local_failure = "rank " + std::to_string(r) + " runs in another process";
+    else if (peer.device < 0 || peer.flags == 0) local_failure = "rank " + std::to_string(r) + " could not set up its buffers";
+    if (!local_failure.empty() || r == p->rank_ || peer.device == mine.device) continue;
+    int can = 0;
+    if (api().DeviceCanAccessPeer(&can, device, peer.device) != CUDA_SUCCESS || !can) {
+      local_failure = "GPU " + std::to_string(device) + " cannot access GPU " + std::to_string(peer.device) + "'s memory";
+      continue;
+    }
+    CUcontext peer_context = nullptr;
+    if (CUresult r2 = api().DevicePrimaryCtxRetain(&peer_context, peer.device); r2 != CUDA_SUCCESS) {
+      local_failure = cuda_status(r2, "cuDevicePrimaryCtxRetain").message();
+      continue;
+    }
+    p->retained_.push_back(peer_context);
+    p->retained_devices_.push_back(peer.device);
+    const CUresult enabled = api().CtxEnablePeerAccess(peer_context, 0);
+    if (enabled != CUDA_SUCCESS && enabled != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+      local_failure = cuda_status(enabled, "cuCtxEnablePeerAccess").message();
+  }
+  mine.ok = local_failure.empty() ? 1 : 0;
+  AC_ASSIGN_OR_RETURN(const std::vector<Announcement> second, gather(communicator, mine, stream));
+  for (int r = 0; r < p->ranks_; ++r)
+    if (!second[static_cast<size_t>(r)].ok)
+      return error(ErrorCode::kUnsupported, "peer all-reduce: rank " + std::to_string(r) + " cannot take part" +
+                                                (r == p->rank_ ? ": " + local_failure : ""));
+  for (const Announcement& a : first) {
+    p->slots_.push_back(a.slots);
+    p->flags_.push_back(a.flags);
+  }
+  return p;
+}
+
+PeerAllReduce::~PeerAllReduce() {
+  for (CUdevice device : retained_devices_) api().DevicePrimaryCtxRelease(device);
+}
+
+Status PeerAllReduce::all_reduce_sum(CUdeviceptr in, CUdeviceptr out, size_t count, ir::DType dtype, CUstream stream) {
+  if (!takes(count, dtype))
+    return error(ErrorCode::kInvalidArgument, "peer all-reduce of " + std::to_string(count) + " " + std::string(ir::dtype_name(dtype)) +
+                                                  " elements: it takes f32/f16/bf16 up to " + std::to_string(kMaxBytes) + " bytes");
+  KernelArgs args{};
+  args.in = reinterpret_cast<const void*>(in);
+  args.out = reinterpret_cast<void*>(out);
+  for (int r = 0; r < ranks_; ++r) {
+    args.slots[r] = reinterpret_cast<unsigned char*>(slots_[static_cast<size_t>(r)]);
+    args.flags[r] = reinterpret_cast<unsigned int*>(flags_[static_cast<size_t>(r)]);
+  }
+  args.calls = reinterpret_cast<unsigned int*>(calls_);
+  args.slot_bytes = kMaxBytes;
+  args.count = count;
+  args.ranks = ranks_;
+  args.rank = rank_;
+  args.dtype = dtype_code(dtype);
+  return launch_kernel(kernel_, "ac_peer_all_reduce", 1, 1, 1, kThreads, 0, stream, &args);
+}
+
+}  // namespace agentcompile::gpu
