@@ -77,7 +77,59 @@ void log_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inn
   });
 }
 
+namespace {
+
+// A reduction whose rows are strided (inner > 1: a column sum, BatchNorm's mean over N, H, W) runs a
+// block of neighbouring rows at once, walking j outermost so every read streams through memory; row
+// by row each read was a cache miss `inner` floats from the last. The same operations in the same
+// order per row as reduce's row loop, so the results are bit for bit the same.
+constexpr int64_t kColumnBlock = 512;
+
+void reduce_columns(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, Reduction reduction) {
+  const int64_t blocks_per_outer = (inner + kColumnBlock - 1) / kColumnBlock;
+  exec::parallel_elements(
+      outer * blocks_per_outer,
+      [&](int64_t begin, int64_t end) {
+        double total[kColumnBlock];
+        float best[kColumnBlock];
+        for (int64_t b = begin; b < end; ++b) {
+          const int64_t o = b / blocks_per_outer, i0 = (b % blocks_per_outer) * kColumnBlock;
+          const int64_t width = std::min(kColumnBlock, inner - i0);
+          const float* base = x + o * n * inner + i0;
+          if (reduction == Reduction::kMax || reduction == Reduction::kMin) {
+            const bool max = reduction == Reduction::kMax;
+            for (int64_t i = 0; i < width; ++i) best[i] = base[i];
+            for (int64_t j = 1; j < n; ++j) {
+              const float* xj = base + j * inner;
+              for (int64_t i = 0; i < width; ++i) {
+                if (std::isnan(best[i])) continue;  // NaN propagates, as in torch
+                const float value = xj[i];
+                if (std::isnan(value) || (max ? value > best[i] : value < best[i])) best[i] = value;
+              }
+            }
+            for (int64_t i = 0; i < width; ++i) y[o * inner + i0 + i] = best[i];
+            continue;
+          }
+          const bool product = reduction == Reduction::kProd;
+          for (int64_t i = 0; i < width; ++i) total[i] = product ? 1.0 : 0.0;
+          for (int64_t j = 0; j < n; ++j) {
+            const float* xj = base + j * inner;
+            if (product)
+              for (int64_t i = 0; i < width; ++i) total[i] *= xj[i];
+            else
+              for (int64_t i = 0; i < width; ++i) total[i] += xj[i];
+          }
+          for (int64_t i = 0; i < width; ++i)
+            y[o * inner + i0 + i] = static_cast<float>(reduction == Reduction::kMean ? total[i] / static_cast<double>(n) : total[i]);
+        }
+      },
+      n * kColumnBlock);
+}
+
+}  // namespace
+
 void reduce(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, Reduction reduction) {
+  if (inner > 1 && n > 0) return reduce_columns(x, y, outer, n, inner, reduction);
   for_each_row(outer, n, inner, [&](int64_t at, int64_t slot) {
     const float* xr = x + at;
     if (reduction == Reduction::kMax || reduction == Reduction::kMin) {

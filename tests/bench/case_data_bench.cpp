@@ -6,7 +6,9 @@
 // reference rounded to the output dtype, so every check runs to the end, as for a correct kernel.
 // What the GPU does (uploads, launches, downloads) is not here; the read-backs' host buffers are.
 //
-//   build/tests/case_data_bench [config.json] [--candidates N] [--threads N] [--only SUBSTRING]
+//   build/tests/case_data_bench [config.json | capture directory] [--candidates N] [--threads N] [--only SUBSTRING]
+// A capture directory (agentcompile capture, e.g. a KernelBench problem) is raised as compile raises it
+// and every function of it is timed; its timing data is drawn as admission draws it (periodic past 16M).
 // prints one line per region and the totals per stage: wall seconds (as the admission's stages count
 // them) and CPU seconds of all threads (the work, whatever else the machine runs).
 #include <algorithm>
@@ -19,6 +21,8 @@
 #include <vector>
 
 #include "analysis/extract.h"
+#include "analysis/recognize/recognize.h"
+#include "frontend/captured_model.h"
 #include "analysis/regions.h"
 #include "analysis/summary.h"
 #include "plan/sizes.h"
@@ -75,9 +79,25 @@ int main(int argc, char** argv) {
     else config_path = arg;
   }
   const tune::ScopedHostThreads pinned(threads);
-  auto config = frontend::read_hf_config(config_path);
-  if (!config) return std::fprintf(stderr, "%s\n", config.status().to_string().c_str()), 1;
-  auto module = frontend::build_module(*config);
+  Expected<ir::Module> module = error(ErrorCode::kNotFound, "no model");
+  int64_t max_positions = 4096;
+  std::vector<std::string> functions = {"prefill", "decode"};
+  if (frontend::is_capture_dir(config_path)) {
+    auto manifest = frontend::read_capture_manifest(config_path);
+    if (!manifest) return std::fprintf(stderr, "%s\n", manifest.status().to_string().c_str()), 1;
+    auto captured = frontend::read_captured_module(config_path, *manifest);
+    if (!captured) return std::fprintf(stderr, "%s\n", captured.status().to_string().c_str()), 1;
+    module = analysis::recognize_module(*captured);
+    if (module) {
+      functions.clear();
+      for (const ir::Function& f : module->functions) functions.push_back(f.name);
+    }
+  } else {
+    auto config = frontend::read_hf_config(config_path);
+    if (!config) return std::fprintf(stderr, "%s\n", config.status().to_string().c_str()), 1;
+    max_positions = config->max_position_embeddings;
+    module = frontend::build_module(*config);
+  }
   if (!module) return std::fprintf(stderr, "%s\n", module.status().to_string().c_str()), 1;
   const std::vector<tune::Distribution> distributions = {tune::Distribution::kNormal, tune::Distribution::kHeavyTailed};
   const int seeds = 3;
@@ -87,14 +107,14 @@ int main(int argc, char** argv) {
   Totals total;
   std::printf("%-12s %-18s %9s %9s %9s %9s | %9s %9s %9s\n", "region", "category", "case_data", "reference", "timing", "check",
               "cpu:cases", "timing", "check");
-  for (const char* name : {"prefill", "decode"}) {
+  for (const std::string& name : functions) {
     const ir::Function& function = *module->find_function(name);
     const auto partition = analysis::form_regions(*module, function, analysis::RegionOptions{});
     const auto unique = analysis::unique_regions(*module, function, partition, plan::summary_bindings(name, 1));
-    const auto buckets = plan::buckets_for(function, config->max_position_embeddings);
+    const auto buckets = plan::buckets_for(function, max_positions);
     for (const auto& u : unique) {
       const tune::RegionBindings bindings = plan::validation_bindings(name, u.summary, 1);
-      const std::string id = std::string(name) + ".r" + std::to_string(u.id);
+      const std::string id = name + ".r" + std::to_string(u.id);
       if (!only.empty() && id.find(only) == std::string::npos) continue;
       auto region_module = analysis::extract_region(*module, function, partition.regions[static_cast<size_t>(u.sites.front())]);
       if (!region_module) return std::fprintf(stderr, "%s\n", region_module.status().to_string().c_str()), 1;
@@ -115,7 +135,8 @@ int main(int argc, char** argv) {
       for (const auto& size : plan::timing_sizes(name, u.summary, buckets)) {
         auto timing_layout = tune::region_layout(*region_module, size);
         if (!timing_layout) return std::fprintf(stderr, "%s\n", timing_layout.status().to_string().c_str()), 1;
-        const tune::RegionCase data = tune::random_case(*region_module, *timing_layout, size, weights, 1, tune::Distribution::kNormal);
+        const tune::RegionCase data =
+            tune::random_case(*region_module, *timing_layout, size, weights, 1, tune::Distribution::kNormal, tune::kTimingPeriodElements);
       }
       const double timing_s = since(start);
       const double timing_cpu = cpu_now() - cpu;

@@ -82,5 +82,45 @@ TEST(InterpreterParallel, ChunkBoundariesIndexTheRightElements) {
     }
 }
 
+// Strided reductions (inner > 1) run a block of neighbouring columns at once (interpreter_rows.cpp):
+// every column must be exactly the row-by-row definition (double accumulation in j order; max/min
+// propagating the first NaN), also in a partial last block (700 = 512 + 188) and with NaNs present.
+TEST(InterpreterParallel, ColumnReductionsAreTheRowByRowDefinition) {
+  constexpr int64_t O = 3, N = 300, I = 700;
+  std::vector<float> x(O * N * I);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.f - 1.f + 1e-3f;
+  x[1 * N * I + 5 * I + 600] = std::nanf("");  // column (1, 600) holds a NaN at j = 5
+  const char* ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"};
+  for (const char* op : ops) {
+    const std::string module = std::string("module cols {\n  func @f(%x: f32[3, 300, 700]) -> (f32[3, 700]) {\n    %r = ") + op +
+                               "(%x) {axis = 1, keepdim = 0} : f32[3, 700]\n    return %r\n  }\n}\n";
+    const auto out = run_ok(module, {f32({O, N, I}, x)}, {}, InterpreterOptions{8, 4});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t i = 0; i < I; ++i) {
+        const std::string name(op);
+        float want;
+        if (name == "reduce_max" || name == "reduce_min") {
+          float best = x[o * N * I + i];
+          for (int64_t j = 1; j < N && !std::isnan(best); ++j) {
+            const float v = x[o * N * I + j * I + i];
+            if (std::isnan(v) || (name == "reduce_max" ? v > best : v < best)) best = v;
+          }
+          want = best;
+        } else {
+          double total = name == "reduce_prod" ? 1.0 : 0.0;
+          for (int64_t j = 0; j < N; ++j) total = name == "reduce_prod" ? total * x[o * N * I + j * I + i] : total + x[o * N * I + j * I + i];
+          want = static_cast<float>(name == "reduce_mean" ? total / N : total);
+        }
+        const float got = out[0].f32[static_cast<size_t>(o * I + i)];
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got)) << op << " column (" << o << ", " << i << ")";
+        } else {
+          ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << op << " column (" << o << ", " << i << "): " << got << " vs " << want;
+        }
+      }
+  }
+}
+
 }  // namespace
 }  // namespace agentcompile::ir
