@@ -88,7 +88,6 @@ Loaded load() {
   resolve("cuGraphDestroy", a.GraphDestroy);
   resolve("cuGraphGetNodes", a.GraphGetNodes);
   resolve("cuLaunchKernelEx", a.LaunchKernelEx);
-  resolve("cuCtxGetDevice", a.CtxGetDevice);
   resolve("cuDeviceCanAccessPeer", a.DeviceCanAccessPeer);
   resolve("cuCtxEnablePeerAccess", a.CtxEnablePeerAccess);
   loaded.ok = all;

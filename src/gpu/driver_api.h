@@ -60,7 +60,6 @@ struct DriverApi {
   decltype(&::cuGraphGetNodes) GraphGetNodes = nullptr;
   decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
   // Peer access between the GPUs of one process (tensor parallelism's peer all-reduce).
-  decltype(&::cuCtxGetDevice) CtxGetDevice = nullptr;
   decltype(&::cuDeviceCanAccessPeer) DeviceCanAccessPeer = nullptr;
   decltype(&::cuCtxEnablePeerAccess) CtxEnablePeerAccess = nullptr;
 };

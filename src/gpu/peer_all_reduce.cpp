@@ -65,7 +65,7 @@ bool PeerAllReduce::takes(size_t count, ir::DType dtype) {
 }
 
 Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator& communicator, const std::vector<char>& cubin,
-                                                               CUstream stream) {
+                                                               CUstream stream, int device_ordinal) {
   std::unique_ptr<PeerAllReduce> p(new PeerAllReduce());
   p->ranks_ = communicator.ranks();
   p->rank_ = communicator.rank();
@@ -75,7 +75,8 @@ Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator&
   Announcement mine{static_cast<uint64_t>(getpid()), 0, 0, -1, 0};
   CUdevice device = 0;
   if (local_failure.empty()) {
-    if (CUresult r = api().CtxGetDevice(&device); r != CUDA_SUCCESS) local_failure = cuda_status(r, "cuCtxGetDevice").message();
+    // (Not cuCtxGetDevice: resolved for CUDA 13 it is the two-argument cuCtxGetDevice_v2.)
+    if (CUresult r = api().DeviceGet(&device, device_ordinal); r != CUDA_SUCCESS) local_failure = cuda_status(r, "cuDeviceGet").message();
     mine.device = static_cast<int32_t>(device);
   }
   if (local_failure.empty()) {

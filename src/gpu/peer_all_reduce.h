@@ -4,6 +4,8 @@
 // directly. A decode step's all-reduce is one hidden row (8-16 KB), where NCCL's latency in a CUDA
 // graph (~12-15 us on H200s) is several times the transfer; the kernel needs ~3-5 us.
 //
+// Not yet run on a multi-GPU machine: the engine uses it only with AGENTCOMPILE_PEER_ALL_REDUCE=1.
+//
 // Set up collectively: every rank calls create() at the same point (it exchanges buffer addresses,
 // process ids and devices through the NCCL communicator), and every rank gets the same answer, so all
 // ranks take the same path for every call (a rank on NCCL and another on the peer kernel would hang).
@@ -27,11 +29,12 @@ class PeerAllReduce {
   // The largest all-reduce the kernel takes (bytes per rank); larger ones stay with NCCL.
   static constexpr size_t kMaxBytes = size_t{64} << 10;
 
-  // Every rank at once, its context current, with the kernel's cubin (entry ac_peer_all_reduce).
+  // Every rank at once, its context (on GPU `device`, an ordinal) current, with the kernel's cubin
+  // (entry ac_peer_all_reduce).
   // An error (ranks in several processes, no peer access, more ranks than the kernel takes) leaves
   // the all-reduces to NCCL on every rank alike.
   static Expected<std::unique_ptr<PeerAllReduce>> create(NcclCommunicator& communicator, const std::vector<char>& cubin,
-                                                         CUstream stream);
+                                                         CUstream stream, int device);
   ~PeerAllReduce();
   PeerAllReduce(const PeerAllReduce&) = delete;
   PeerAllReduce& operator=(const PeerAllReduce&) = delete;

@@ -2,6 +2,7 @@
 #include "agentcompile/engine.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -175,10 +176,12 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     AC_ASSIGN_OR_RETURN(communicator_, gpu::NcclCommunicator::create(ranks, options.compile.rank, id));
     if (library_) library_->set_communicator(communicator_.get());
     // Small all-reduces over peer memory where every rank can take part (every rank decides alike);
-    // an artifact compiled before the kernel shipped keeps them all on NCCL.
+    // an artifact compiled before the kernel shipped keeps them all on NCCL. Opt-in until it has run
+    // on a multi-GPU machine (AGENTCOMPILE_PEER_ALL_REDUCE=1; scripts/gpu-tp-check measures both).
     const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
-    if (ranks > 1 && peer_cubin != artifact_.runtime_cubins.end()) {
-      auto peer = gpu::PeerAllReduce::create(*communicator_, peer_cubin->second, context_->stream());
+    const char* peer_wanted = std::getenv("AGENTCOMPILE_PEER_ALL_REDUCE");
+    if (ranks > 1 && peer_cubin != artifact_.runtime_cubins.end() && peer_wanted && std::string(peer_wanted) == "1") {
+      auto peer = gpu::PeerAllReduce::create(*communicator_, peer_cubin->second, context_->stream(), options.device);
       if (peer) communicator_->use_peer_all_reduce(std::move(*peer));
       say(peer ? "tensor parallel: all-reduces up to " + std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB over peer memory, larger over NCCL"
                : "tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");

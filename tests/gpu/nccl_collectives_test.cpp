@@ -72,7 +72,7 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
   auto comm = gpu::NcclCommunicator::create(ranks, rank, id);
   if (!comm) return fail(comm.status());
   if (!peer_cubin.empty()) {
-    auto peer = gpu::PeerAllReduce::create(**comm, peer_cubin, stream);
+    auto peer = gpu::PeerAllReduce::create(**comm, peer_cubin, stream, rank);
     if (!peer) return fail(peer.status());
     (*comm)->use_peer_all_reduce(std::move(*peer));
     // Replays of one captured graph on changing inputs: every call takes the next slot and flag value.
