@@ -92,6 +92,7 @@ struct EngineInfo {
   bool cuda_graph = true;
   bool programmatic_launch = false;   // in effect (requested and supported by the GPU)
   int64_t batch_slots = 0;            // sequences decode_rows() serves (EngineOptions::batch_slots)
+  std::string all_reduce;             // tensor parallelism: "nccl", or "peer" (small rows over peer memory); "" without
 };
 
 // Rows one decode_rows() call takes: the largest batch bucket decode_batch is compiled for (plan/sizes.cpp).

@@ -174,6 +174,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     }
     say("tensor parallel: rank " + std::to_string(options.compile.rank) + " of " + std::to_string(ranks) + " on GPU " + std::to_string(options.device));
     AC_ASSIGN_OR_RETURN(communicator_, gpu::NcclCommunicator::create(ranks, options.compile.rank, id));
+    info.all_reduce = "nccl";
     if (library_) library_->set_communicator(communicator_.get());
     // Small all-reduces over peer memory where every rank can take part (every rank decides alike);
     // an artifact compiled before the kernel shipped keeps them all on NCCL. Opt-in until it has run
@@ -183,6 +184,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     if (ranks > 1 && peer_cubin != artifact_.runtime_cubins.end() && peer_wanted && std::string(peer_wanted) == "1") {
       auto peer = gpu::PeerAllReduce::create(*communicator_, peer_cubin->second, context_->stream(), options.device);
       if (peer) communicator_->use_peer_all_reduce(std::move(*peer));
+      if (peer) info.all_reduce = "peer";
       say(peer ? "tensor parallel: all-reduces up to " + std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB over peer memory, larger over NCCL"
                : "tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");
     }

@@ -117,8 +117,9 @@ TEST(TensorParallelEngine, OneRankMatchesThePlainEngine) {
   EXPECT_EQ(tp_tokens, plain_tokens);
 }
 
-TEST(TensorParallelEngine, TwoRanksOnTwoGpusMatchOneRank) {
-  AC_REQUIRE_GPU();
+// Two ranks on two GPUs give one rank's greedy tokens; with `peer`, decode's all-reduces run over peer
+// memory (AGENTCOMPILE_PEER_ALL_REDUCE=1, gpu/peer_all_reduce.h) instead of NCCL.
+void two_ranks_match_one(bool peer) {
   ASSERT_EQ(artifacts().size(), 4u);
   int devices = 0;
   ASSERT_EQ(gpu::driver_api()->DeviceGetCount(&devices), CUDA_SUCCESS);
@@ -133,14 +134,28 @@ TEST(TensorParallelEngine, TwoRanksOnTwoGpusMatchOneRank) {
   ASSERT_TRUE(id) << id.status().to_string();
   std::vector<std::vector<int32_t>> tokens(2);
   std::vector<std::thread> threads;
+  if (peer) setenv("AGENTCOMPILE_PEER_ALL_REDUCE", "1", 1);
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
       auto engine = load(2, r, *id);
-      if (engine) tokens[static_cast<size_t>(r)] = greedy(*engine);
+      if (!engine) return;
+      EXPECT_EQ(engine->info().all_reduce, peer ? "peer" : "nccl") << "rank " << r;
+      tokens[static_cast<size_t>(r)] = greedy(*engine);
     });
   for (auto& thread : threads) thread.join();
+  if (peer) unsetenv("AGENTCOMPILE_PEER_ALL_REDUCE");
   EXPECT_EQ(tokens[0], tokens[1]) << "the ranks sample the same gathered logits";
   EXPECT_EQ(tokens[0], one);
+}
+
+TEST(TensorParallelEngine, TwoRanksOnTwoGpusMatchOneRank) {
+  AC_REQUIRE_GPU();
+  two_ranks_match_one(false);
+}
+
+TEST(TensorParallelEngine, TwoRanksWithThePeerAllReduceMatchOneRank) {
+  AC_REQUIRE_GPU();
+  two_ranks_match_one(true);
 }
 
 }  // namespace
