@@ -16,7 +16,7 @@ For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels
 A problem that cannot be captured, compiled or checked counts as incorrect (never skipped); the reason is
 recorded. A problem whose reference draws random numbers (L2 66's dropout in training mode, as KernelBench
 runs its Model) is recorded as unsupported, which also counts as incorrect: torch's Philox stream is not
-something compiled kernels reproduce, and capturing in eval mode would benchmark another problem. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
+something compiled kernels reproduce, and capturing in eval mode would benchmark another problem. Pairs are compiled and evaluated cheapest first (least data to validate), so a pass cut by its budget covers as many as it can. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
 is not evaluated again), so a benchmark can be spread over several calls with --budget. fast_p = share of problems that are correct and more than p times faster than the baseline
 (fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
 results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
@@ -278,6 +278,32 @@ def environment(args) -> dict:
                                      capture_output=True, text=True).stdout.strip()}
 
 
+def validation_elements(capture: pathlib.Path) -> int:
+    """Elements of a captured function's inputs and outputs at the size the compiler validates them (a symbolic
+    dim is validated small: counted as 1): what admission draws, checks and runs the CPU reference on, which
+    is most of a compile's time."""
+    try:
+        functions = json.loads((capture / "capture.json").read_text())["functions"]
+    except (OSError, ValueError, KeyError):
+        return 0  # not captured: recording the failure costs nothing
+    total = 0
+    for function in functions.values():
+        for tensor in function.get("inputs", []) + function.get("outputs", []):
+            count = 1
+            for dim in tensor.get("shape", []):
+                count *= 1 if isinstance(dim, str) else int(dim)
+            total += count
+    return total
+
+
+def cheapest_first(problems, dtypes, work: pathlib.Path) -> list[tuple[int, pathlib.Path, str]]:
+    """The shard's (level, file, dtype) pairs, those with the least data to validate first (file order among
+    equals), so a pass cut by its time budget has covered as many pairs as it could: a 2^30-element norm takes
+    minutes to compile, a GEMM of level 2 seconds."""
+    pairs = [(level, path, dtype) for level, path in problems for dtype in dtypes]
+    return sorted(pairs, key=lambda p: validation_elements(work / "cap" / f"L{p[0]}-{p[1].stem}-{p[2]}"))
+
+
 def capture_all(args, problems, state, work: pathlib.Path, env) -> None:
     """Captures every problem not captured yet in one Python process (bench/kernelbench_capture.py),
     recording each outcome in `state`."""
@@ -390,34 +416,33 @@ def main() -> int:
     if args.phase in ("all", "compile"):
         capture_all(args, problems, state, work, env)
         state_path.write_text(json.dumps(state, indent=1))
-        for level, path in problems:
-            for dtype in args.dtypes:
-                key = f"L{level}/{path.stem}/{dtype}"
-                if state.get(key, {}).get("compiled"):
-                    continue
-                if args.budget and time.time() - start > args.budget:
-                    state.setdefault(key, {"compiled": False, "reason": "not run: time budget spent before this problem"})
-                    continue
-                cap, art = work / "cap" / f"L{level}-{path.stem}-{dtype}", work / "art" / f"L{level}-{path.stem}-{dtype}"
-                entry = {"cap": str(cap), "art": str(art)}
-                earlier = state.get(key, {})
-                if "captured" in earlier:  # by the batch (or an earlier run)
-                    ok, last, seconds = earlier["captured"], earlier.get("capture_message", ""), earlier.get("capture_s", 0)
-                else:
-                    ok, last, seconds = run([sys.executable, "-m", "agentcompile.capture", "module", str(path), "--dtype", dtype,
-                                             "--seed", str(args.model_seed), "--no-example-data", "-o", str(cap)],
-                                            args.capture_timeout, work / "logs" / f"{key.replace('/', '-')}-capture.log", env)
-                entry["capture_s"] = round(seconds, 2)
-                if not ok:
-                    entry.update(capture_failure(last))
-                else:
-                    cmd = [args.cli, "compile", str(cap), "-o", str(art)] + args.compile_args.split()
-                    ok, last, seconds = run(cmd, args.compile_timeout, work / "logs" / f"{key.replace('/', '-')}-compile.log")
-                    entry["compile_s"] = round(seconds, 2)
-                    entry.update(compiled=ok, reason="" if ok else "compile failed: " + last, compiled_at=time.time())
-                log(f"{key}: {'compiled' if entry['compiled'] else entry['reason']} ({entry.get('capture_s', 0)} + {entry.get('compile_s', 0)} s)")
-                state[key] = entry
-                state_path.write_text(json.dumps(state, indent=1))
+        for level, path, dtype in cheapest_first(problems, args.dtypes, work):
+            key = f"L{level}/{path.stem}/{dtype}"
+            if state.get(key, {}).get("compiled"):
+                continue
+            if args.budget and time.time() - start > args.budget:
+                state.setdefault(key, {"compiled": False, "reason": "not run: time budget spent before this problem"})
+                continue
+            cap, art = work / "cap" / f"L{level}-{path.stem}-{dtype}", work / "art" / f"L{level}-{path.stem}-{dtype}"
+            entry = {"cap": str(cap), "art": str(art)}
+            earlier = state.get(key, {})
+            if "captured" in earlier:  # by the batch (or an earlier run)
+                ok, last, seconds = earlier["captured"], earlier.get("capture_message", ""), earlier.get("capture_s", 0)
+            else:
+                ok, last, seconds = run([sys.executable, "-m", "agentcompile.capture", "module", str(path), "--dtype", dtype,
+                                         "--seed", str(args.model_seed), "--no-example-data", "-o", str(cap)],
+                                        args.capture_timeout, work / "logs" / f"{key.replace('/', '-')}-capture.log", env)
+            entry["capture_s"] = round(seconds, 2)
+            if not ok:
+                entry.update(capture_failure(last))
+            else:
+                cmd = [args.cli, "compile", str(cap), "-o", str(art)] + args.compile_args.split()
+                ok, last, seconds = run(cmd, args.compile_timeout, work / "logs" / f"{key.replace('/', '-')}-compile.log")
+                entry["compile_s"] = round(seconds, 2)
+                entry.update(compiled=ok, reason="" if ok else "compile failed: " + last, compiled_at=time.time())
+            log(f"{key}: {'compiled' if entry['compiled'] else entry['reason']} ({entry.get('capture_s', 0)} + {entry.get('compile_s', 0)} s)")
+            state[key] = entry
+            state_path.write_text(json.dumps(state, indent=1))
     if args.phase == "compile":
         return 0
 
@@ -429,32 +454,31 @@ def main() -> int:
     doc["environment"] = environment(args)
     doc["settings"] = {"seeds": args.seeds, "warmup": args.warmup, "trials": args.trials, "tf32": False}
     evaluate_start = time.time()
-    for level, path in problems:
-        for dtype in args.dtypes:
-            key = f"L{level}/{path.stem}/{dtype}"
-            if args.eval_budget and time.time() - evaluate_start > args.eval_budget:
-                continue
-            entry = {"level": level, "problem": path.stem, "dtype": dtype}
-            compiled = state.get(key, {})
-            entry.update({k: compiled[k] for k in ("capture_s", "compile_s", "compiled_at") if k in compiled})
-            earlier = doc["problems"].get(key, {})
-            if compiled.get("compiled") and earlier.get("compiled_at") == compiled.get("compiled_at") and "eager_ms" in earlier:
-                continue  # evaluated by an earlier run on this very artifact
-            if not compiled.get("compiled"):
-                entry.update(correct=False, reason=compiled.get("reason", "not compiled"))
-                if compiled.get("unsupported"):
-                    entry["unsupported"] = True
-            else:
-                try:
-                    entry.update(evaluate(torch, args, level, path, dtype, pathlib.Path(compiled["cap"]), pathlib.Path(compiled["art"])))
-                except Exception as e:
-                    entry.update(correct=False, reason=f"evaluation failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
-                    (work / "logs" / f"{key.replace('/', '-')}-evaluate.log").write_text(traceback.format_exc())
-                    torch.cuda.empty_cache()
-            doc["problems"][key] = entry
-            log(f"{key}: {'correct' if entry.get('correct') else 'INCORRECT'} eager {entry.get('eager_ms')} compile "
-                f"{entry.get('torch_compile_ms')} agentcompile {entry.get('agentcompile_ms')} {entry.get('reason', '')}")
-            write_report(out, doc)
+    for level, path, dtype in cheapest_first(problems, args.dtypes, work):
+        key = f"L{level}/{path.stem}/{dtype}"
+        if args.eval_budget and time.time() - evaluate_start > args.eval_budget:
+            continue
+        entry = {"level": level, "problem": path.stem, "dtype": dtype}
+        compiled = state.get(key, {})
+        entry.update({k: compiled[k] for k in ("capture_s", "compile_s", "compiled_at") if k in compiled})
+        earlier = doc["problems"].get(key, {})
+        if compiled.get("compiled") and earlier.get("compiled_at") == compiled.get("compiled_at") and "eager_ms" in earlier:
+            continue  # evaluated by an earlier run on this very artifact
+        if not compiled.get("compiled"):
+            entry.update(correct=False, reason=compiled.get("reason", "not compiled"))
+            if compiled.get("unsupported"):
+                entry["unsupported"] = True
+        else:
+            try:
+                entry.update(evaluate(torch, args, level, path, dtype, pathlib.Path(compiled["cap"]), pathlib.Path(compiled["art"])))
+            except Exception as e:
+                entry.update(correct=False, reason=f"evaluation failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+                (work / "logs" / f"{key.replace('/', '-')}-evaluate.log").write_text(traceback.format_exc())
+                torch.cuda.empty_cache()
+        doc["problems"][key] = entry
+        log(f"{key}: {'correct' if entry.get('correct') else 'INCORRECT'} eager {entry.get('eager_ms')} compile "
+            f"{entry.get('torch_compile_ms')} agentcompile {entry.get('agentcompile_ms')} {entry.get('reason', '')}")
+        write_report(out, doc)
     return 0
 
 
