@@ -70,34 +70,25 @@ Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator&
   p->ranks_ = communicator.ranks();
   p->rank_ = communicator.rank();
   // Every rank reaches both exchanges below, whatever fails locally, so no rank waits alone.
-  std::string local_failure;
-  if (p->ranks_ < 2 || p->ranks_ > kMaxRanks) local_failure = std::to_string(p->ranks_) + " ranks (the kernel takes 2 to 8)";
   Announcement mine{static_cast<uint64_t>(getpid()), 0, 0, -1, 0};
   CUdevice device = 0;
-  if (local_failure.empty()) {
+  auto set_up_locally = [&]() -> Status {
+    if (p->ranks_ < 2 || p->ranks_ > kMaxRanks)
+      return error(ErrorCode::kUnsupported, std::to_string(p->ranks_) + " ranks (the kernel takes 2 to 8)");
     // (Not cuCtxGetDevice: resolved for CUDA 13 it is the two-argument cuCtxGetDevice_v2.)
-    if (CUresult r = api().DeviceGet(&device, device_ordinal); r != CUDA_SUCCESS) local_failure = cuda_status(r, "cuDeviceGet").message();
+    AC_CU(api().DeviceGet(&device, device_ordinal), "cuDeviceGet");
     mine.device = static_cast<int32_t>(device);
-  }
-  if (local_failure.empty()) {
-    auto module = CudaModule::load(cubin, "the peer all-reduce kernel");
-    auto buffer = module ? DeviceBuffer::allocate(kFlagsBytes + 2 * kMaxBytes) : Expected<DeviceBuffer>(module.status());
-    if (!buffer) {
-      local_failure = buffer.status().message();
-    } else {
-      p->module_ = std::move(*module);
-      p->buffer_ = std::move(*buffer);
-      auto kernel = p->module_->function("ac_peer_all_reduce");
-      if (Status zero = p->buffer_.fill_bytes(0); !kernel || !zero) {
-        local_failure = kernel ? zero.message() : kernel.status().message();
-      } else {
-        p->kernel_ = *kernel;
-        mine.flags = p->buffer_.ptr();
-        mine.slots = p->buffer_.ptr() + kFlagsBytes;
-        p->calls_ = p->buffer_.ptr() + kMaxRanks * sizeof(unsigned int);
-      }
-    }
-  }
+    AC_ASSIGN_OR_RETURN(p->module_, CudaModule::load(cubin, "the peer all-reduce kernel"));
+    AC_ASSIGN_OR_RETURN(p->kernel_, p->module_->function("ac_peer_all_reduce"));
+    AC_ASSIGN_OR_RETURN(p->buffer_, DeviceBuffer::allocate(kFlagsBytes + 2 * kMaxBytes));
+    AC_TRY(p->buffer_.fill_bytes(0));
+    mine.flags = p->buffer_.ptr();
+    mine.slots = p->buffer_.ptr() + kFlagsBytes;
+    p->calls_ = p->buffer_.ptr() + kMaxRanks * sizeof(unsigned int);
+    return Status::ok();
+  };
+  const Status local = set_up_locally();
+  std::string local_failure = local ? "" : local.message();
   AC_ASSIGN_OR_RETURN(const std::vector<Announcement> first, gather(communicator, mine, stream));
   // Reach every peer: one process (addresses mean the same), a device that can access each peer's.
   for (int r = 0; r < p->ranks_ && local_failure.empty(); ++r) {

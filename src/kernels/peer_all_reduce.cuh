@@ -42,13 +42,14 @@ __device__ __forceinline__ unsigned int peer_flag_acquire(const unsigned int* fl
   return value;
 }
 
+// Call number `call` of this rank (its counter plus one): slot call % 2, flag value call.
 template <typename T>
-__device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, unsigned int slot) {
+__device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, unsigned int call) {
+  const unsigned int slot = call & 1u;
   const T* in = static_cast<const T*>(a.in);
   T* mine = reinterpret_cast<T*>(a.slots[a.rank] + slot * a.slot_bytes);
   for (unsigned long long i = threadIdx.x; i < a.count; i += blockDim.x) mine[i] = in[i];
   __syncthreads();
-  const unsigned int call = *a.calls + 1;
   if (threadIdx.x < a.ranks) peer_flag_release(a.flags[threadIdx.x] + a.rank, call);
   if (threadIdx.x < a.ranks)
     while (peer_flag_acquire(a.flags[a.rank] + threadIdx.x) < call) {
@@ -65,10 +66,10 @@ __device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, 
 }  // namespace ac
 
 extern "C" __global__ void __launch_bounds__(ac::kPeerAllReduceThreads) ac_peer_all_reduce(const ac::PeerAllReduceArgs a) {
-  const unsigned int slot = (*a.calls + 1) & 1u;
-  if (a.dtype == 0) ac::peer_all_reduce_sum<float>(a, slot);
-  else if (a.dtype == 1) ac::peer_all_reduce_sum<__half>(a, slot);
-  else ac::peer_all_reduce_sum<__nv_bfloat16>(a, slot);
+  const unsigned int call = *a.calls + 1;  // read by every thread before thread 0 advances it below
+  if (a.dtype == 0) ac::peer_all_reduce_sum<float>(a, call);
+  else if (a.dtype == 1) ac::peer_all_reduce_sum<__half>(a, call);
+  else ac::peer_all_reduce_sum<__nv_bfloat16>(a, call);
   __syncthreads();
-  if (threadIdx.x == 0) *a.calls += 1;
+  if (threadIdx.x == 0) *a.calls = call;
 }

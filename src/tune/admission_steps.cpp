@@ -64,13 +64,10 @@ Expected<TimingSets> upload_timing_sets(gpu::CudaContext& ctx, const ir::Module&
   std::optional<RegionCase> drawn;
   if (!data) data = &drawn.emplace(random_case(region_module, layout, size, weights.host, 1, Distribution::kNormal, kTimingPeriodElements));
   laps.lap(&AdmissionTimes::timing_data_s);
-  auto device_bytes = [](const TestTensor& t) {
-    return t.periodic ? t.elements() * static_cast<int64_t>(ir::dtype_size(t.dtype)) : static_cast<int64_t>(t.bytes.size());
-  };
   int64_t set_bytes = 0;
-  for (const auto& t : data->inputs) set_bytes += device_bytes(t);
-  for (const auto& t : data->params) set_bytes += device_bytes(*t);
-  for (const auto& t : data->states) set_bytes += device_bytes(t);
+  for (const auto& t : data->inputs) set_bytes += static_cast<int64_t>(t.device_bytes());
+  for (const auto& t : data->params) set_bytes += static_cast<int64_t>(t->device_bytes());
+  for (const auto& t : data->states) set_bytes += static_cast<int64_t>(t.device_bytes());
   const int64_t l2 = std::max<int64_t>(ctx.info().l2_bytes, 1 << 20);
   const int sets_needed = static_cast<int>(std::clamp<int64_t>(3 * l2 / std::max<int64_t>(set_bytes, 1) + 1, 1, 64));
   const plan::Candidate* widest = &work.candidates->front();

@@ -24,8 +24,7 @@ Expected<DeviceSet> upload_set(const RegionLayout& layout, const RegionCase& c, 
                                const RegionBindings& bindings, const SharedWeights* shared) {
   DeviceSet set;
   auto upload = [](const TestTensor& t) -> Expected<gpu::DeviceBuffer> {
-    const size_t bytes = t.periodic ? static_cast<size_t>(t.elements()) * ir::dtype_size(t.dtype) : t.bytes.size();
-    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(bytes, 16)));
+    AC_ASSIGN_OR_RETURN(gpu::DeviceBuffer buffer, gpu::DeviceBuffer::allocate(std::max<size_t>(t.device_bytes(), 16)));
     if (!t.bytes.empty()) AC_TRY(buffer.upload(t.bytes.data(), t.bytes.size()));
     if (t.periodic && !t.bytes.empty()) AC_TRY(buffer.repeat_prefix(t.bytes.size()));
     return buffer;

@@ -38,6 +38,8 @@ int64_t TestTensor::elements() const {
   return count;
 }
 
+size_t TestTensor::device_bytes() const { return periodic ? static_cast<size_t>(elements()) * ir::dtype_size(dtype) : bytes.size(); }
+
 namespace {
 
 uint64_t splitmix(uint64_t& state) {

@@ -25,6 +25,8 @@ struct TestTensor {
   // encoding, which the upload repeats on the device to the whole shape; `values` is empty.
   bool periodic = false;
   int64_t elements() const;
+  // Bytes the tensor takes on the device: its whole shape's, also when only a period is held here.
+  size_t device_bytes() const;
 };
 
 // Deterministic random tensor: `scale` multiplies the distribution (N(0,1), U(-1,1), or a Student-t

@@ -25,9 +25,7 @@ const fs::path kWork = fs::path(AC_BINARY_DIR) / "engine-batch-test";
 
 TEST(EngineBatch, RowsOfManySequencesEqualEachAlone) {
   AC_REQUIRE_GPU();
-  auto config = frontend::read_hf_config(fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json");
-  ASSERT_TRUE(config) << config.status().to_string();
-  ASSERT_TRUE(frontend::write_random_checkpoint(*config, ir::DType::kF16, 7, kWork / "model", uint64_t{1} << 30));
+  ASSERT_TRUE(testing::write_small_qwen3(kWork / "model", 7));
   EngineOptions options;
   options.model = kWork / "model";
   options.cache_dir = kWork / "cache";

@@ -12,6 +12,7 @@
 #include "analysis/summary.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
+#include "frontend/init_random.h"
 #include "frontend/model_builder.h"
 #include "plan/planner.h"
 #include "gpu/device_probe.h"
@@ -32,6 +33,14 @@ inline const gpu::DeviceInfo* gpu_or_skip_reason(std::string* why) {
   std::string ac_gpu_why;                                                                 \
   const gpu::DeviceInfo* gpu = ::agentcompile::testing::gpu_or_skip_reason(&ac_gpu_why); \
   if (!gpu) GTEST_SKIP() << "no GPU: " << ac_gpu_why
+
+// The engine tests' model: tests/fixtures/configs/small-qwen3.json with random f16 weights of `seed`,
+// written to `dir`.
+inline Status write_small_qwen3(const std::filesystem::path& dir, uint64_t seed) {
+  auto config = frontend::read_hf_config(std::filesystem::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json");
+  if (!config) return config.status();
+  return frontend::write_random_checkpoint(*config, ir::DType::kF16, seed, dir, uint64_t{1} << 30);
+}
 
 inline ir::Module build_config_module(const std::string& config_name, ir::DType dtype) {
   auto config = frontend::read_hf_config(std::string(AC_SOURCE_DIR) + "/configs/" + config_name);

@@ -48,9 +48,7 @@ std::string collect(GenerationStream& stream, std::string* finish_reason = nullp
 
 TEST(ServeEngine, TheSchedulerDrivesTheEngineOneSequenceAtATime) {
   AC_REQUIRE_GPU();
-  auto config = frontend::read_hf_config(fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json");
-  ASSERT_TRUE(config) << config.status().to_string();
-  ASSERT_TRUE(frontend::write_random_checkpoint(*config, ir::DType::kF16, 7, kWork / "model", uint64_t{1} << 30));
+  ASSERT_TRUE(testing::write_small_qwen3(kWork / "model", 7));
   EngineOptions options;
   options.model = kWork / "model";
   options.cache_dir = kWork / "cache";

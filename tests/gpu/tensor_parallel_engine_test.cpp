@@ -29,10 +29,8 @@ constexpr int kNewTokens = 24;
 
 const fs::path& model_dir() {
   static const fs::path dir = [] {
-    auto config = frontend::read_hf_config(fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json");
-    EXPECT_TRUE(config) << config.status().to_string();
     const fs::path out = kWork / "model";
-    const Status written = frontend::write_random_checkpoint(*config, ir::DType::kF16, 11, out, uint64_t{1} << 30);
+    const Status written = testing::write_small_qwen3(out, 11);
     EXPECT_TRUE(written) << written.to_string();
     return out;
   }();
