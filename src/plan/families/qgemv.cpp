@@ -28,6 +28,9 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
  public:
   std::string name() const override { return "qgemv"; }
   std::string template_file() const override { return "qgemv.cuh"; }
+  std::string template_file_of(const QGemvConfig& config) const override {
+    return config.kernel == QGemvKernel::kMma ? "qgemv_mma.cuh" : "qgemv.cuh";
+  }
 
   std::optional<QGemvConfig> match(const RegionContext& ctx) const override {
     auto m = match_matmul_region(ctx, TokenCount::kAny);
