@@ -113,9 +113,9 @@ TEST(QGemvAdmission, AGridOfShapesValidates) {
     }
 }
 
-// The tensor-core kernel's candidates (the 16 best of each region) for every epilogue (bias,
-// residual, gate/up, multi-segment rows) and the RMSNorm prologue, at 1, 3 and T = 7 tokens, in
-// int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales.
+// The tensor-core kernel's candidates among a compile's 8 of each region, for every epilogue (bias,
+// residual, gate/up, multi-segment rows) and the RMSNorm prologue, at 1 and T = 7 tokens (and a
+// static 3), in int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales.
 TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
   AC_REQUIRE_GPU();
   using testing::QGemvCase;
@@ -123,13 +123,14 @@ TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
     for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kGateUp, QGemvCase::kMulti, QGemvCase::kNorm})
       for (const std::string rows : {"1", "3", "T"}) {
         if (c == QGemvCase::kNorm && rows != "1") continue;  // the prologue is matched for one token
+        if (c != QGemvCase::kResidual && rows == "3") continue;
         const std::string text = testing::qgemv_case_module(c, w, 200, 1024, rows);
         auto module = ir::parse_module(text, "qgemv case");
         ASSERT_TRUE(module.has_value()) << module.status().to_string();
         const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " rows " + rows;
-        const Checked checked = admit_qgemv(*module, "decode", rows == "T" ? 7 : 1, *gpu, label, 16, is_mma);
+        const Checked checked = admit_qgemv(*module, "decode", rows == "T" ? 7 : 1, *gpu, label, 8, is_mma);
         EXPECT_EQ(checked.regions, 1) << label;
-        EXPECT_GE(checked.candidates, 4) << label;
+        EXPECT_GE(checked.candidates, 2) << label;  // a tensor-core candidate at least, and the fallback
         EXPECT_EQ(checked.validated, checked.candidates) << label;
       }
 }

@@ -196,6 +196,13 @@ TEST(QGemvPlanning, TheTensorCoreKernelCoversEveryEpilogueAndTheNormPrologue) {
   const auto odd_k = mma_candidates(testing::qgemv_case_module(QGemvCase::kResidual, "i4g32_f16", 64, 800, "1"), 1, "residual", false);
   ASSERT_FALSE(odd_k.empty());
   for (const auto& c : odd_k) EXPECT_EQ(c.params.at("unroll") * c.params.at("split"), 1) << c.name();
+  // The GPU test's odd shapes and schedule grids (tests/gpu/qgemv_admission_test.cpp) have candidates to admit.
+  for (const auto& [N, K] : {std::pair<int, int>{72, 800}, {3, 96}, {1000, 1056}, {13, 32}, {130, 4000}})
+    for (const QGemvCase c : {QGemvCase::kResidual, QGemvCase::kGateUp})
+      EXPECT_FALSE(mma_candidates(testing::qgemv_case_module(c, "i4g32z_f16", N, K, "1"), 1, testing::qgemv_case_name(c), false).empty())
+          << N << "x" << K;
+  EXPECT_GE(mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g128_f16", 6144, 2048, "1"), 1, "gate_up", false).size(), 10u);
+  EXPECT_GE(mma_candidates(testing::qgemv_case_module(QGemvCase::kResidual, "i4g64z_f16", 2048, 6144, "1"), 1, "residual", false).size(), 10u);
 }
 
 TEST(QGemvNvrtc, TensorCoreCandidatesCompileForSm90aAndSm80) {

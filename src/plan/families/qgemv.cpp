@@ -88,7 +88,8 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
     const int64_t K = m.K, N = m.N;
     const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
     const int64_t slabs = (K + 127) / 128;
-    if (K * 2 + 256 > 48 * 1024) return;  // x (and 32 zeros) in static shared memory
+    // x (padded, and 32 zeros), the split's partial sums and the norm's block scratch in static shared memory.
+    if (K * 2 + 2048 > 48 * 1024) return;
     for (int threads : {128, 256})
       for (int rows : {8, 16})
         for (int unroll : {1, 2, 4})
