@@ -282,10 +282,11 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
         for (int m = 0; m < kMats; ++m) {
           float d04[4] = {0.f, 0.f, 0.f, 0.f}, d15[4] = {0.f, 0.f, 0.f, 0.f};
           qmma_chunk<T>(d04, d15, l[u][i][m].q, x, qmma_zero(FORMAT == kQInt4Zp ? l[u][i][m].zero : 8u));
-          const unsigned int s0 = __shfl_sync(0xffffffffu, l[u][i][m].scale, 8 * t + g);
-          const unsigned int s1 = __shfl_sync(0xffffffffu, l[u][i][m].scale, 8 * t + 4 + g);
-          acc[i][m][0] = fmaf(qgemv_scale_value<S>(static_cast<unsigned short>(s0)), d04[0] + d15[2], acc[i][m][0]);
-          acc[i][m][1] = fmaf(qgemv_scale_value<S>(static_cast<unsigned short>(s1)), d04[1] + d15[3], acc[i][m][1]);
+          const float scale = qgemv_scale_value<S>(static_cast<unsigned short>(l[u][i][m].scale));  // converted once, then shared
+          const float s0 = __shfl_sync(0xffffffffu, scale, 8 * t + g);
+          const float s1 = __shfl_sync(0xffffffffu, scale, 8 * t + 4 + g);
+          acc[i][m][0] = fmaf(s0, d04[0] + d15[2], acc[i][m][0]);
+          acc[i][m][1] = fmaf(s1, d04[1] + d15[3], acc[i][m][1]);
         }
     }
   };
