@@ -1,9 +1,11 @@
 // Quantized GEMV on the tensor cores, for int4 weights in groups (ir/quant.h; with or without zero
 // points) and f16 activations: y[t, n] = epilogue(sum_k W[n, k] * x[t, k]) with the dot products done
 // by mma.sync m16n8k16 (f16 inputs, f32 accumulators) instead of one f32 FMA per element. The scalar
-// kernel (qgemv.cuh) spends ~140 instructions per 16-byte load (a shift, a logic op, an add and an
-// FMA per element, plus x's unpacking) and so is bound by issue, not by memory; here a load costs
-// about 50 (dequantization to f16 pairs with the magic-number trick, eight mmas, four shared loads).
+// kernel (qgemv.cuh) issues ~200 instructions per 16-byte load in its main loop (a shift, a logic op,
+// an add and an FMA per element, x's unpacking, moving the next batch's registers) and so is bound by
+// issue, not by memory; here a load costs ~75 (sm_90a SASS of Qwen3-1.7B's gate/up and down
+// candidates; 80 with zero points): 4 shifts, 16 logic ops and 16 f16x2 subtracts or fmas to
+// dequantize, 8 mmas, 4 shared loads of x, and the chunk's scale.
 //
 // Mapping (no repacking of the weights): a warp computes 8 rows of W per tile. Lane (g = lane / 4,
 // t = lane % 4) loads 16 bytes (32 int4) of row g at chunk t of the current 128-element slab of K,
@@ -14,14 +16,14 @@
 // 1024 + z (or multiplying by 1/16 and subtracting 64 + z in one fma) leaves n − z exactly.
 // x is the A operand. Since a dot product does not care about the order of k, x is permuted when it
 // is staged in shared memory: every 8 elements are stored as (e0, e4, e1, e5, e2, e6, e3, e7), so one
-// 16-byte shared load gives a lane the x pairs of its B pairs for two mmas.
-// Groups and scales, exact in f32 whatever the group: row r of A (r = 0..3) holds x only at the k of
-// chunk r (the lanes g == t load x, every other lane loads zeros), so row r of the product is the dot
-// of chunk r alone: every chunk lies in one group (G is a multiple of 32), and the lanes 0..15 each
-// hold a per-chunk partial for rows 2t, 2t+1 (c0, c1) that they scale by that chunk's group scale
-// (fetched from the loading lane by a shuffle) and add into f32 accumulators; the four chunks' sums
-// meet in two shuffles at the end. A's rows 4..15 are zero. No f16 accumulation anywhere: the f16
-// values are n − z (exact) and x (as stored); products and sums are the mma's f32.
+// 16-byte shared load is a whole A fragment (rows g and g+8) for two mmas (qmma_chunk).
+// Groups and scales, exact in f32 whatever the group: A's rows r and r+8 (r = 0..3) hold x only at
+// the k of chunk r (the lanes g == t load x, every other lane loads zeros), so those rows of the
+// product are the dot of chunk r alone: every chunk lies in one group (G is a multiple of 32), and the
+// lanes 0..15 each hold a per-chunk partial for rows 2t, 2t+1 that they scale by that chunk's group
+// scale (fetched from the loading lane by a shuffle) and add into f32 accumulators; the four chunks'
+// sums meet in two shuffles at the end. No f16 accumulation anywhere: the f16 values are n − z
+// (exact) and x (as stored); products and sums are the mma's f32.
 //
 // Everything else is the scalar kernel's: one token per blockIdx.y, ROWS rows per warp (8 or 16: one
 // or two tiles), UNROLL slabs in flight per tile, SPLIT warps over K (in whole slabs), the epilogues
@@ -267,7 +269,7 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   gemv_stage_x<T, OutT, W, THREADS, KMAX, PROLOGUE>(p, norm_weights, post_weights, xs);
   qmma_permute_x<T, THREADS>(xs, K, zeros);
 
-  // One chunk per (slab, tile, matrix): sixteen mmas into two fresh fragments, whose rows g and g+8
+  // One chunk per (slab, tile, matrix): eight mmas into two fresh fragments, whose rows g and g+8
   // (lanes g < 4: chunk g's partial for rows 2t, 2t+1) are scaled by chunk g's group scale of those
   // rows, held by the lanes 4·2t + g and 4·(2t+1) + g that loaded them.
   const bool supplies_x = g == t;
