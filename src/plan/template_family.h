@@ -73,6 +73,8 @@ class TypedFamily : public TemplateFamily {
   virtual std::vector<Choice> param_space(const MatchT& match, const DeviceProfile& device) const = 0;
   virtual std::string kernel_name(const Config& config) const = 0;
   virtual std::vector<Launch> launches(const Config& config) const = 0;
+  // The header under src/kernels that holds a choice's code, where a family has several.
+  virtual std::string template_file_of(const Config&) const { return template_file(); }
   virtual int64_t workspace_bytes_per_token(const Config&) const { return 0; }
   virtual int64_t workspace_bytes_fixed(const Config&) const { return 0; }
 
@@ -91,7 +93,9 @@ class TypedFamily : public TemplateFamily {
       c.notes = std::move(choice.notes);
       c.form = std::move(choice.form);
       c.config = std::move(config);
-      out.push_back(complete_candidate(*this, std::move(c)));
+      Candidate done = complete_candidate(*this, std::move(c));
+      done.template_file = template_file_of(static_cast<const Config&>(*done.config));
+      out.push_back(std::move(done));
     }
     return out;
   }

@@ -5,12 +5,16 @@
 // and Llama-3.2-1B (decode at one token with the norm prologues and every epilogue; prefill at T = 7
 // block rows) in int8 and int4 formats, and of single linears of assorted N and K, is compiled,
 // validated on 3 seeds x 2 input distributions (tune::admit_candidates: the interpreter dequantizes
-// the same packed bytes the kernel reads) and timed; each must validate.
+// the same packed bytes the kernel reads) and timed; each must validate. The tensor-core kernel
+// (qgemv_mma.cuh, int4 groups with f16 activations) is among them, and has tests of its own: every
+// epilogue and the norm prologue at 1, 3 and T tokens in every int4 format, K that is not a multiple
+// of its 128-element slab, and every schedule of two regions.
 #include <cstdio>
 
 #include "frontend/weight_formats.h"
 #include "gpu_test_support.h"
 #include "ir/text.h"
+#include "qgemv_modules.h"
 
 namespace agentcompile {
 namespace {
@@ -19,21 +23,23 @@ struct Checked {
   int regions = 0, candidates = 0, validated = 0;
 };
 
-// Plans `function` of `module` (max 16 candidates a region), and admits the qgemv and cuBLAS candidates
-// of every region that has qgemv candidates at T = `tokens`.
+bool is_mma(const plan::Candidate& c) { return c.params.count("mma") > 0; }
+
+// Plans `function` of `module` (at most `cap` candidates a region), and admits the qgemv candidates
+// that `wanted` takes (and the cuBLAS ones) of every region that has such candidates at T = `tokens`.
 Checked admit_qgemv(const ir::Module& module, const std::string& function_name, int64_t tokens, const gpu::DeviceInfo& gpu,
-                    const std::string& label) {
+                    const std::string& label, int cap = 16, bool (*wanted)(const plan::Candidate&) = nullptr) {
   Checked checked;
   const ir::Function& function = *module.find_function(function_name);
   auto partition = analysis::form_regions(module, function);
   auto unique = analysis::unique_regions(module, function, partition, {tokens, 256});
   auto profile = plan::named_device_profile("h200");
   plan::PlannerOptions wide;
-  wide.max_candidates = 16;
+  wide.max_candidates = cap;
   for (auto& plan : plan::plan_function(module, function, partition, unique, *profile, wide)) {
     std::vector<plan::Candidate> qgemv;
     for (const auto& c : plan.candidates)
-      if (c.family == "qgemv") qgemv.push_back(c);
+      if (c.family == "qgemv" && (!wanted || wanted(c))) qgemv.push_back(c);
     if (qgemv.empty()) continue;
     for (const auto& c : plan.candidates)
       if (c.family == "cublas") qgemv.push_back(c);
@@ -105,6 +111,62 @@ TEST(QGemvAdmission, AGridOfShapesValidates) {
       EXPECT_EQ(checked.regions, 1) << format << " " << N << "x" << K;
       EXPECT_GT(checked.candidates, 0);
     }
+}
+
+// The tensor-core kernel's candidates among a compile's 8 of each region, for every epilogue (bias,
+// residual, gate/up, multi-segment rows) and the RMSNorm prologue, at 1 and T = 7 tokens (and a
+// static 3), in int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales.
+TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
+  AC_REQUIRE_GPU();
+  using testing::QGemvCase;
+  for (const char* w : {"i4g32_f16", "i4g64z_f16", "i4g128_f16", "i4g128z_bf16"})
+    for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kGateUp, QGemvCase::kMulti, QGemvCase::kNorm})
+      for (const std::string rows : {"1", "3", "T"}) {
+        if (c == QGemvCase::kNorm && rows != "1") continue;  // the prologue is matched for one token
+        if (c != QGemvCase::kResidual && rows == "3") continue;
+        const std::string text = testing::qgemv_case_module(c, w, 200, 1024, rows);
+        auto module = ir::parse_module(text, "qgemv case");
+        ASSERT_TRUE(module.has_value()) << module.status().to_string();
+        const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " rows " + rows;
+        const Checked checked = admit_qgemv(*module, "decode", rows == "T" ? 7 : 1, *gpu, label, 8, is_mma);
+        EXPECT_EQ(checked.regions, 1) << label;
+        EXPECT_GE(checked.candidates, 2) << label;  // a tensor-core candidate at least, and the fallback
+        EXPECT_EQ(checked.validated, checked.candidates) << label;
+      }
+}
+
+// K that is not a multiple of the 128-element slab (the last slab's lanes past K load nothing), and
+// N that is not a multiple of the 8-row tile; every tensor-core candidate.
+TEST(QGemvAdmission, TensorCoreOddShapesValidate) {
+  AC_REQUIRE_GPU();
+  using testing::QGemvCase;
+  for (const auto& [N, K] : {std::pair<int, int>{72, 800}, {3, 96}, {1000, 1056}, {13, 32}, {130, 4000}})
+    for (const QGemvCase c : {QGemvCase::kResidual, QGemvCase::kGateUp}) {
+      auto module = ir::parse_module(testing::qgemv_case_module(c, "i4g32z_f16", N, K, "1"), "qgemv odd shape");
+      ASSERT_TRUE(module.has_value()) << module.status().to_string();
+      const std::string label = std::string(testing::qgemv_case_name(c)) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+      const Checked checked = admit_qgemv(*module, "decode", 1, *gpu, label, 1000, is_mma);
+      EXPECT_EQ(checked.regions, 1) << label;
+      EXPECT_GT(checked.candidates, 0) << label;
+      EXPECT_EQ(checked.validated, checked.candidates) << label;
+    }
+}
+
+// Every tensor-core schedule (threads, 1 or 2 tiles, unroll, split) of a gate/up region of
+// Qwen3-1.7B's width and of a residual region with Qwen3-1.7B's down_proj K.
+TEST(QGemvAdmission, EveryTensorCoreScheduleValidates) {
+  AC_REQUIRE_GPU();
+  using testing::QGemvCase;
+  for (const auto& [c, w, N, K] : {std::tuple<QGemvCase, const char*, int, int>{QGemvCase::kGateUp, "i4g128_f16", 6144, 2048},
+                                   {QGemvCase::kResidual, "i4g64z_f16", 2048, 6144}}) {
+    auto module = ir::parse_module(testing::qgemv_case_module(c, w, N, K, "1"), "qgemv schedules");
+    ASSERT_TRUE(module.has_value()) << module.status().to_string();
+    const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " every schedule";
+    const Checked checked = admit_qgemv(*module, "decode", 1, *gpu, label, 1000, is_mma);
+    EXPECT_EQ(checked.regions, 1) << label;
+    EXPECT_GE(checked.candidates, 10) << label;
+    EXPECT_EQ(checked.validated, checked.candidates) << label;
+  }
 }
 
 }  // namespace

@@ -140,6 +140,11 @@ inline std::vector<DumpedModel> dump_corpus() {
   dump_source(root / "configs" / "qwen3-1.7b.json", "qwen3-1.7b-int4-g128", out, "int4:g128");
   dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-int8", out, "int8");
   dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-int4-g32-zp-bf16", out, "int4:g32:zp:bf16");
+  // With f16 activations (the quantized decode bench's init-random checkpoints), int4 groups also plan
+  // the tensor-core kernel (qgemv_mma.cuh): groups of 128 as measured, and groups of 32 with zero
+  // points and bf16 scales.
+  dump_source(root / "tests/fixtures/configs/qwen3-1.7b-f16.json", "qwen3-1.7b-f16-int4-g128", out, "int4:g128");
+  dump_source(root / "tests/fixtures/configs/qwen3-1.7b-f16.json", "qwen3-1.7b-f16-int4-g32-zp-bf16", out, "int4:g32:zp:bf16");
   // Tensor parallelism: a rank's module (per-rank GEMV shapes, the collective family's NCCL calls).
   dump_source(root / "configs" / "qwen3-8b.json", "qwen3-8b-tp2-rank1", out, "", {2, 1});
   std::vector<fs::path> captured;

@@ -3,7 +3,9 @@
 // cuBLAS fallback, which dequantizes each linear's weights into the workspace before its GEMM (the f16
 // GEMV and the GEMM read plain weights and stand aside); the logits' projection keeps its f16 families. Every planned
 // candidate of one layer renders and compiles with NVRTC for sm_90a and sm_80, in every weight
-// format (int8 and int4 groups; f16 and bf16 scales; with and without zero points).
+// format (int8 and int4 groups; f16 and bf16 scales; with and without zero points). int4 groups with
+// f16 activations also plan the tensor-core kernel (qgemv_mma.cuh) for every epilogue and prologue,
+// and its candidates compile too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,8 +17,11 @@
 #include "frontend/model_builder.h"
 #include "frontend/weight_formats.h"
 #include "nvrtc_expect.h"
+#include "ir/text.h"
+#include "plan/families/qgemv.h"
 #include "plan/planner.h"
 #include "plan/sizes.h"
+#include "qgemv_modules.h"
 
 namespace agentcompile {
 namespace {
@@ -120,6 +125,109 @@ std::vector<codegen::CompileJob> layer_jobs(const ir::Module& module) {
       }
     }
   return jobs;
+}
+
+bool is_mma(const plan::Candidate& c) { return c.params.count("mma") > 0; }
+
+TEST(QGemvPlanning, Int4WithF16ActivationsRanksTheTensorCoreKernelFirst) {
+  for (const auto& [spec, dtype, mma] : {std::tuple<std::string, ir::DType, bool>{"int4:g128", ir::DType::kF16, true},
+                                         {"int4:g32:zp", ir::DType::kF16, true},
+                                         {"int4:g64:bf16", ir::DType::kF16, true},
+                                         {"int8", ir::DType::kF16, false},
+                                         {"int4:g64", ir::DType::kBF16, false}}) {
+    const ir::Module module = quantized_module("qwen3-1.7b.json", spec, dtype);
+    for (const auto& [function, tokens] : {std::pair<std::string, int64_t>{"decode", 1}, {"prefill", 64}})
+      for (const auto& p : plan_matmuls(module, function, tokens)) {
+        if (!reads_quantized_weights(p)) continue;
+        std::set<std::string> forms;
+        for (const auto& c : p.candidates) {
+          if (c.family != "qgemv") continue;
+          forms.insert(c.form);
+          EXPECT_EQ(is_mma(c), c.name().rfind("qgemv_mma_", 0) == 0) << c.name();
+          EXPECT_EQ(is_mma(c), c.form == "mma") << c.name();
+          if (is_mma(c)) {
+            EXPECT_EQ(c.params.at("rows") % 8, 0) << c.name();
+          }
+        }
+        if (mma) {
+          // Both kernels stay in the capped space; the tensor-core one ranks first.
+          EXPECT_EQ(forms, (std::set<std::string>{"mma", "scalar"})) << spec << " " << function << " r" << p.unique_id;
+          EXPECT_TRUE(is_mma(p.candidates.front())) << spec << " " << p.candidates.front().name();
+        } else {
+          EXPECT_EQ(forms, (std::set<std::string>{""})) << spec << " " << function << " r" << p.unique_id;
+        }
+      }
+  }
+}
+
+// Every mma candidate of a module (planned with a wide cap), after checking that its one matmul
+// region matched `variant` (and the norm prologue where asked).
+std::vector<plan::Candidate> mma_candidates(const std::string& text, int64_t tokens, const std::string& variant, bool norm) {
+  auto module = ir::parse_module(text, "qgemv case");
+  EXPECT_TRUE(module.has_value()) << module.status().to_string() << "\n" << text;
+  if (!module) return {};
+  const ir::Function& function = *module->find_function("decode");
+  auto partition = analysis::form_regions(*module, function);
+  auto unique = analysis::unique_regions(*module, function, partition, {tokens, 256});
+  plan::PlannerOptions wide;
+  wide.max_candidates = 1000;
+  std::vector<plan::Candidate> out;
+  for (auto& p : plan::plan_function(*module, function, partition, unique, *plan::named_device_profile("h200"), wide))
+    for (auto& c : p.candidates) {
+      if (!is_mma(c)) continue;
+      EXPECT_EQ(c.match.variant, variant) << c.name();
+      EXPECT_EQ(c.name().find("rmsnorm_") != std::string::npos, norm) << c.name();
+      out.push_back(c);
+    }
+  return out;
+}
+
+TEST(QGemvPlanning, TheTensorCoreKernelCoversEveryEpilogueAndTheNormPrologue) {
+  using testing::QGemvCase;
+  for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kGateUp, QGemvCase::kMulti, QGemvCase::kNorm})
+    for (const std::string rows : {"1", "3", "T"}) {
+      if (c == QGemvCase::kNorm && rows != "1") continue;  // the prologue is matched for one token
+      const std::string variant = c == QGemvCase::kBias || c == QGemvCase::kNorm ? "plain" : c == QGemvCase::kMulti ? "multi" : testing::qgemv_case_name(c);
+      const auto candidates = mma_candidates(testing::qgemv_case_module(c, "i4g64z_f16", 200, 1024, rows), rows == "T" ? 7 : 1, variant,
+                                             c == QGemvCase::kNorm);
+      EXPECT_GT(candidates.size(), 4u) << testing::qgemv_case_name(c) << " rows " << rows;
+    }
+  // K not a multiple of the 128-element slab: one slab per step, no split.
+  const auto odd_k = mma_candidates(testing::qgemv_case_module(QGemvCase::kResidual, "i4g32_f16", 64, 800, "1"), 1, "residual", false);
+  ASSERT_FALSE(odd_k.empty());
+  for (const auto& c : odd_k) EXPECT_EQ(c.params.at("unroll") * c.params.at("split"), 1) << c.name();
+  // The GPU test's odd shapes and schedule grids (tests/gpu/qgemv_admission_test.cpp) have candidates to admit.
+  for (const auto& [N, K] : {std::pair<int, int>{72, 800}, {3, 96}, {1000, 1056}, {13, 32}, {130, 4000}})
+    for (const QGemvCase c : {QGemvCase::kResidual, QGemvCase::kGateUp})
+      EXPECT_FALSE(mma_candidates(testing::qgemv_case_module(c, "i4g32z_f16", N, K, "1"), 1, testing::qgemv_case_name(c), false).empty())
+          << N << "x" << K;
+  EXPECT_GE(mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g128_f16", 6144, 2048, "1"), 1, "gate_up", false).size(), 10u);
+  EXPECT_GE(mma_candidates(testing::qgemv_case_module(QGemvCase::kResidual, "i4g64z_f16", 2048, 6144, "1"), 1, "residual", false).size(), 10u);
+}
+
+TEST(QGemvNvrtc, TensorCoreCandidatesCompileForSm90aAndSm80) {
+  auto include = codegen::cuda_include_dir();
+  if (!include) GTEST_SKIP() << include.status().to_string();
+  using testing::QGemvCase;
+  std::vector<codegen::CompileJob> jobs;
+  std::set<std::string> names;
+  auto add = [&](const plan::Candidate& c) {
+    if (!names.insert(c.name()).second) return;
+    auto source = codegen::render_source(c);
+    EXPECT_TRUE(source.has_value()) << c.name() << ": " << source.status().to_string();
+    if (source) jobs.push_back({c.name(), *source});
+  };
+  // Every schedule of one region (tiles, unroll, split, threads), then the best of every epilogue and format.
+  for (const auto& c : mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g128_f16", 256, 2048, "1"), 1, "gate_up", false)) add(c);
+  for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kMulti, QGemvCase::kNorm})
+    for (const char* w : {"i4g32_f16", "i4g64z_bf16", "i4g128z_f16"}) {
+      const std::string variant = c == QGemvCase::kBias || c == QGemvCase::kNorm ? "plain" : c == QGemvCase::kMulti ? "multi" : "residual";
+      const auto candidates = mma_candidates(testing::qgemv_case_module(c, w, 200, 1024, "1"), 1, variant, c == QGemvCase::kNorm);
+      if (!candidates.empty()) add(candidates.front());
+    }
+  ASSERT_GE(jobs.size(), 20u);
+  testing::expect_nvrtc_compiles(jobs, "sm_90a");
+  testing::expect_nvrtc_compiles(jobs, "sm_80");
 }
 
 TEST(QGemvNvrtc, EveryFormatCompilesForSm90aAndSm80) {

@@ -3,7 +3,9 @@
 // gate/up act·mul, fused multi-segment rows) and its RMSNorm and residual-norm prologues (one token).
 // Decode is one block row; a region of T tokens launches T block rows, each reading the weights
 // again (until a dequantizing GEMM family exists, that is the prefill path of a quantized model).
-// The weights are read at their own size, 16 bytes per load, and dequantized in registers.
+// The weights are read at their own size, 16 bytes per load, and dequantized in registers; int4
+// groups with f16 activations also get the tensor-core kernel (qgemv_mma.cuh) as candidates of
+// their own form ("mma", the others "scalar"), so a capped space keeps the best of each.
 // Planning side: matching, the parameter space and launch geometry; the record is in qgemv.h, and
 // codegen/renderers/qgemv.cpp writes the source.
 #include "plan/families/qgemv.h"
@@ -26,6 +28,9 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
  public:
   std::string name() const override { return "qgemv"; }
   std::string template_file() const override { return "qgemv.cuh"; }
+  std::string template_file_of(const QGemvConfig& config) const override {
+    return config.kernel == QGemvKernel::kMma ? "qgemv_mma.cuh" : "qgemv.cuh";
+  }
 
   std::optional<QGemvConfig> match(const RegionContext& ctx) const override {
     auto m = match_matmul_region(ctx, TokenCount::kAny);
@@ -49,8 +54,10 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
     auto fits_k = [K, elems](int split, int unroll) {
       return !((split > 1 || unroll > 1) && K / elems / split < 32 * unroll) && (K / elems) % split == 0;
     };
+    const bool mma = qgemv_mma_reads(m);
     for (const GemvGridPoint& point : gemv_grid(N, mats, fits_k)) {
       Choice c{QGemvConfig(m, point.schedule, matched.tokens_static)};
+      if (mma) c.form = "scalar";
       // The f16 GEMV's heuristic (plan/families/gemv.cpp): fill the machine, keep about 8 loads
       // in flight per lane; a load here holds 2x (int8) or 4x (int4) the elements, so fewer
       // rows are needed to cover the latency, and the dequantization's ALU work favours more
@@ -63,14 +70,52 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
                         " 16-byte loads in flight per lane, " + format_tag(m.w_dtype) + " dequantized in registers");
       out.push_back(std::move(c));
     }
+    if (mma) add_mma_choices(matched, device, out);
     return out;
+  }
+
+  // The tensor-core kernel's schedules (qgemv_mma.cuh): threads {128, 256} x rows {8, 16} (one or
+  // two mma tiles per warp) x unroll {1, 2, 4} (128-element slabs in flight) x split {1, 2, 4}
+  // (warps over K, in whole slabs), where the split's warps divide, the slabs divide into splits of
+  // whole batches, and a lane keeps at most 8 16-byte loads in flight (double-buffered: 16 loads'
+  // registers). Heuristic: the scalar kernel's fill term, more loads in flight preferred (the mmas
+  // leave the issue slots to the loads), no penalty for splitting K (a warp's 8 rows are coarse
+  // grains: the splits are what fill the machine), ranked above the scalar kernel: it issues ~3x
+  // fewer instructions per element, and instructions, not bytes, bound the scalar int4 GEMV
+  // (~1.0-1.4 TB/s on an H200). Not yet measured on a GPU: admission times both.
+  void add_mma_choices(const QGemvConfig& matched, const DeviceProfile& device, std::vector<Choice>& out) const {
+    const MatmulMatch& m = matched.match;
+    const int64_t K = m.K, N = m.N;
+    const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
+    const int64_t slabs = (K + 127) / 128;
+    // x (padded, and 32 zeros), the split's partial sums and the norm's block scratch in static shared memory.
+    if (K * 2 + 2048 > 48 * 1024) return;
+    for (int threads : {128, 256})
+      for (int rows : {8, 16})
+        for (int unroll : {1, 2, 4})
+          for (int split : {1, 2, 4}) {
+            const int warps = threads / 32;
+            if (warps % split != 0 || slabs % (split * unroll) != 0) continue;
+            const int loads = unroll * (rows / 8) * mats;
+            if (loads > 8) continue;
+            const int64_t row_warps = warps / split;
+            const int64_t blocks = (N + row_warps * rows - 1) / (row_warps * rows);
+            const GemvSchedule schedule{threads, rows, unroll, split};
+            Choice c{QGemvConfig(m, schedule, matched.tokens_static, QGemvKernel::kMma)};
+            const double flight = loads >= 8 ? 1.0 : loads == 4 ? 0.95 : loads == 2 ? 0.85 : 0.7;
+            c.score = 1.1 * gemv_fill(blocks, device) * flight + (threads == 256 ? 0.01 : 0.0);
+            c.notes.push_back(std::to_string(blocks) + " blocks per token, " + std::to_string(loads) + " 16-byte loads in flight per lane, " +
+                              format_tag(m.w_dtype) + " dequantized to f16 pairs for mma.sync m16n8k16");
+            c.form = "mma";
+            out.push_back(std::move(c));
+          }
   }
 
   std::string kernel_name(const QGemvConfig& config) const override {
     const MatmulMatch& m = config.match;
     const GemvSchedule& p = config.schedule;
     std::ostringstream name;
-    name << "qgemv_" << matmul_prologue_tag(m) << matmul_epilogue_name(m.epilogue) << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
+    name << (config.kernel == QGemvKernel::kMma ? "qgemv_mma_" : "qgemv_") << matmul_prologue_tag(m) << matmul_epilogue_name(m.epilogue) << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
     if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
     name << "_" << format_tag(m.w_dtype) << "_n" << m.N << "_k" << m.K << "_m"
          << (config.tokens_static ? std::to_string(config.tokens_static) : "T") << "_t" << p.threads << "_r" << p.rows << "_u" << p.unroll
@@ -98,6 +143,11 @@ bool qgemv_reads(ir::DType w_dtype) {
   return layout.kind == ir::QuantLayout::Kind::kInt8Channel || layout.kind == ir::QuantLayout::Kind::kInt4Group;
 }
 
+bool qgemv_mma_reads(const MatmulMatch& match) {
+  if (!ir::is_quantized(match.w_dtype) || match.dtype != ir::DType::kF16) return false;
+  return ir::quant_layout(match.w_dtype).kind == ir::QuantLayout::Kind::kInt4Group;
+}
+
 Match QGemvConfig::match_view() const {
   Match m;
   add_matmul_view(match, m);
@@ -106,7 +156,9 @@ Match QGemvConfig::match_view() const {
 }
 
 ParamSet QGemvConfig::params_view() const {
-  return {{"threads", schedule.threads}, {"rows", schedule.rows}, {"unroll", schedule.unroll}, {"split", schedule.split}};
+  ParamSet params = {{"threads", schedule.threads}, {"rows", schedule.rows}, {"unroll", schedule.unroll}, {"split", schedule.split}};
+  if (kernel == QGemvKernel::kMma) params["mma"] = 1;  // the scalar kernel's view as it was
+  return params;
 }
 
 AC_REGISTER_FAMILY(qgemv, 15, QGemvFamily)
