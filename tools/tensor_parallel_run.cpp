@@ -40,7 +40,7 @@ RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_
   auto id = nccl_unique_id();
   if (!id) fail(id.status().to_string());
   std::vector<std::optional<Expected<GenerateResult>>> results(static_cast<size_t>(ranks));
-  std::string gpu;
+  std::string gpu, all_reduce;
   std::mutex lines;
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
@@ -56,7 +56,7 @@ RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_
         // The other ranks may wait for this one in ncclCommInitRank forever: end the process here.
         fail("rank " + std::to_string(r) + ": " + engine.status().to_string());
       }
-      if (r == 0) gpu = (*engine)->info().gpu + " x" + std::to_string(ranks);
+      if (r == 0) gpu = (*engine)->info().gpu + " x" + std::to_string(ranks), all_reduce = (*engine)->info().all_reduce;
       results[static_cast<size_t>(r)].emplace((*engine)->generate(prompt, options, {}));
     });
   for (auto& thread : threads) thread.join();
@@ -65,7 +65,7 @@ RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_
   for (int r = 1; r < ranks; ++r)
     if (results[static_cast<size_t>(r)]->value().tokens != results[0]->value().tokens)
       fail("rank " + std::to_string(r) + " generated other tokens than rank 0: the ranks disagree");
-  return {results[0]->value(), gpu};
+  return {results[0]->value(), gpu, all_reduce};
 }
 
 }  // namespace agentcompile::tools

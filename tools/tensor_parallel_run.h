@@ -13,6 +13,7 @@ namespace agentcompile::tools {
 struct RanksResult {
   GenerateResult result;  // rank 0's
   std::string gpu;        // rank 0's GPU
+  std::string all_reduce; // decode's all-reduce transport (EngineInfo::all_reduce), the same on every rank
 };
 
 // Fails the command (naming the rank) when a rank cannot load or generate, or when the ranks' tokens

@@ -146,7 +146,7 @@ Status PeerAllReduce::all_reduce_sum(CUdeviceptr in, CUdeviceptr out, size_t cou
   args.ranks = ranks_;
   args.rank = rank_;
   args.dtype = dtype_code(dtype);
-  return launch_kernel(kernel_, "ac_peer_all_reduce", 1, 1, 1, kThreads, 0, stream, &args);
+  return launch_kernel(kernel_, "ac_peer_all_reduce", 1, 1, 1, kThreads, 0, stream, &args, programmatic_);
 }
 
 }  // namespace agentcompile::gpu

@@ -2,9 +2,8 @@
 // can reach the others' memory (peer access over NVLink), a one-block kernel (kernels/peer_all_reduce.cuh,
 // shipped in the artifact as a runtime kernel) sums the ranks' rows by reading the peers' buffers
 // directly. A decode step's all-reduce is one hidden row (8-16 KB), where NCCL's latency in a CUDA
-// graph (~12-15 us on H200s) is several times the transfer; the kernel needs ~3-5 us.
-//
-// Not yet run on a multi-GPU machine: the engine uses it only with AGENTCOMPILE_PEER_ALL_REDUCE=1.
+// graph (~11-15 us on H200s) is several times the transfer. The engine times both on its decode row
+// and takes the faster (gpu/all_reduce_choice.h).
 //
 // Set up collectively: every rank calls create() at the same point (it exchanges buffer addresses,
 // process ids and devices through the NCCL communicator), and every rank gets the same answer, so all
@@ -43,6 +42,9 @@ class PeerAllReduce {
   static bool takes(size_t count, ir::DType dtype);
   // out = the sum over the ranks of in, enqueued on `stream` (capturable in a CUDA graph).
   Status all_reduce_sum(CUdeviceptr in, CUdeviceptr out, size_t count, ir::DType dtype, CUstream stream);
+  // Launch with programmatic dependent launch (sm_90+, as the engine launches its generated kernels):
+  // the kernel after an all-reduce starts loading its weights while the ranks exchange.
+  void set_programmatic(bool on) { programmatic_ = on; }
 
  private:
   PeerAllReduce() = default;
@@ -54,6 +56,7 @@ class PeerAllReduce {
   std::vector<CUdevice> retained_devices_;
   CUdeviceptr calls_ = 0;
   int ranks_ = 0, rank_ = 0;
+  bool programmatic_ = false;
 };
 
 }  // namespace agentcompile::gpu

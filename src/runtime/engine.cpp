@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "analysis/weight_traffic.h"
@@ -14,6 +15,7 @@
 #include "gpu/driver_api.h"
 #include "ir/decode_batch.h"
 #include "gpu/nccl.h"
+#include "gpu/all_reduce_choice.h"
 #include "gpu/peer_all_reduce.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/decode_loop.h"
@@ -93,6 +95,50 @@ bool uses_library(const runtime::LoadedArtifact& artifact) {
       for (const auto& l : k.candidate.launches)
         if (l.library) return true;
   return false;
+}
+
+// Decode's small all-reduces go over peer memory where every rank can reach the others and the peer
+// kernel is the faster of the two on this machine (gpu/all_reduce_choice.h: both timed on a decode row,
+// every rank deciding alike); otherwise, and for every larger all-reduce, NCCL. AGENTCOMPILE_PEER_ALL_REDUCE
+// set to 0 keeps everything on NCCL, set to 1 takes the peer kernel without timing it. Returns
+// EngineInfo::all_reduce's word.
+std::string choose_all_reduce(gpu::NcclCommunicator& communicator, const std::vector<char>& peer_cubin, const frontend::ModelConfig& c,
+                              gpu::CudaContext& context, int device, bool programmatic, const std::function<void(const std::string&)>& say) {
+  const char* forced = std::getenv("AGENTCOMPILE_PEER_ALL_REDUCE");
+  const std::string force = forced ? forced : "";
+  if (force == "0") {
+    say("tensor parallel: every all-reduce over NCCL (AGENTCOMPILE_PEER_ALL_REDUCE=0)");
+    return "nccl";
+  }
+  auto peer = gpu::PeerAllReduce::create(communicator, peer_cubin, context.stream(), device);
+  if (!peer) {
+    say("tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");
+    return "nccl";
+  }
+  (*peer)->set_programmatic(programmatic);
+  const std::string limit = std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB";
+  if (force != "1") {
+    const auto row = static_cast<size_t>(c.hidden_size);
+    auto times = gpu::PeerAllReduce::takes(row, c.dtype)
+                     ? gpu::time_all_reduces(communicator, **peer, row, c.dtype, context.stream())
+                     : Expected<gpu::AllReduceTimes>(error(ErrorCode::kUnsupported, "the decode row is larger than " + limit));
+    if (!times) {
+      say("tensor parallel: every all-reduce over NCCL (timing the peer kernel failed: " + times.status().message() + ")");
+      return "nccl";
+    }
+    char measured[160];
+    std::snprintf(measured, sizeof measured, "a decode row of %zu %s: NCCL %.1f us, peer kernel %.1f us", row,
+                  std::string(ir::dtype_name(c.dtype)).c_str(), times->nccl_us, times->peer_us);
+    if (!times->peer_faster()) {
+      say(std::string("tensor parallel: every all-reduce over NCCL (") + measured + ")");
+      return "nccl";
+    }
+    say(std::string("tensor parallel: all-reduces up to ") + limit + " over peer memory, larger over NCCL (" + measured + ")");
+  } else {
+    say("tensor parallel: all-reduces up to " + limit + " over peer memory, larger over NCCL (AGENTCOMPILE_PEER_ALL_REDUCE=1)");
+  }
+  communicator.use_peer_all_reduce(std::move(*peer));
+  return "peer";
 }
 
 }  // namespace
@@ -176,17 +222,13 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     AC_ASSIGN_OR_RETURN(communicator_, gpu::NcclCommunicator::create(ranks, options.compile.rank, id));
     info.all_reduce = "nccl";
     if (library_) library_->set_communicator(communicator_.get());
-    // Small all-reduces over peer memory where every rank can take part (every rank decides alike);
-    // an artifact compiled before the kernel shipped keeps them all on NCCL. Opt-in until it has run
-    // on a multi-GPU machine (AGENTCOMPILE_PEER_ALL_REDUCE=1; scripts/gpu-tp-check measures both).
-    const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
-    const char* peer_wanted = std::getenv("AGENTCOMPILE_PEER_ALL_REDUCE");
-    if (ranks > 1 && peer_cubin != artifact_.runtime_cubins.end() && peer_wanted && std::string(peer_wanted) == "1") {
-      auto peer = gpu::PeerAllReduce::create(*communicator_, peer_cubin->second, context_->stream(), options.device);
-      if (peer) communicator_->use_peer_all_reduce(std::move(*peer));
-      if (peer) info.all_reduce = "peer";
-      say(peer ? "tensor parallel: all-reduces up to " + std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB over peer memory, larger over NCCL"
-               : "tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");
+    if (ranks > 1) {
+      const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
+      if (peer_cubin == artifact_.runtime_cubins.end())
+        say("tensor parallel: every all-reduce over NCCL (the artifact predates the peer all-reduce kernel)");
+      else
+        info.all_reduce = choose_all_reduce(*communicator_, peer_cubin->second, c, *context_, options.device,
+                                            options.programmatic_launch && context_->info().sm_major >= 9, say);
     }
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");

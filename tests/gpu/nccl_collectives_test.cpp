@@ -74,6 +74,7 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
   if (!peer_cubin.empty()) {
     auto peer = gpu::PeerAllReduce::create(**comm, peer_cubin, stream, rank);
     if (!peer) return fail(peer.status());
+    (*peer)->set_programmatic((*context)->info().sm_major >= 9);  // as the engine launches it
     (*comm)->use_peer_all_reduce(std::move(*peer));
     // Replays of one captured graph on changing inputs: every call takes the next slot and flag value.
     const size_t count = 4096;
@@ -109,7 +110,7 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
     api().GraphDestroy(g);
   }
   for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16}) {
-    for (size_t count : {size_t{4096}, size_t{8192}, size_t{512 * 4096}}) {
+    for (size_t count : {size_t{4096}, size_t{4099}, size_t{8192}, size_t{512 * 4096}}) {  // 4099: a tail past the 16-byte vectors
       for (bool graph : {false, true}) {
         const size_t bytes = count * ir::dtype_size(dtype);
         auto in = gpu::DeviceBuffer::allocate(bytes);

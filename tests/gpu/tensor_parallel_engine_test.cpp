@@ -4,6 +4,7 @@
 // of each other and the same greedy tokens. Where the machine has two GPUs, also TP=2 (one engine per
 // GPU, each on a thread, its rank's weights only) against TP=1: the same greedy tokens.
 // The artifacts are compiled first, before anything initializes CUDA in this process.
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,9 +116,10 @@ TEST(TensorParallelEngine, OneRankMatchesThePlainEngine) {
   EXPECT_EQ(tp_tokens, plain_tokens);
 }
 
-// Two ranks on two GPUs give one rank's greedy tokens; with `peer`, decode's all-reduces run over peer
-// memory (AGENTCOMPILE_PEER_ALL_REDUCE=1, gpu/peer_all_reduce.h) instead of NCCL.
-void two_ranks_match_one(bool peer) {
+// Two ranks on two GPUs give one rank's greedy tokens. `transport` is AGENTCOMPILE_PEER_ALL_REDUCE's
+// value: "0" every all-reduce on NCCL, "1" decode's over peer memory (gpu/peer_all_reduce.h), "" the
+// engine's own choice by timing both (gpu/all_reduce_choice.h), which every rank must make alike.
+void two_ranks_match_one(const std::string& transport) {
   ASSERT_EQ(artifacts().size(), 4u);
   int devices = 0;
   ASSERT_EQ(gpu::driver_api()->DeviceGetCount(&devices), CUDA_SUCCESS);
@@ -131,29 +133,42 @@ void two_ranks_match_one(bool peer) {
   auto id = nccl_unique_id();
   ASSERT_TRUE(id) << id.status().to_string();
   std::vector<std::vector<int32_t>> tokens(2);
+  std::vector<std::string> chosen(2);
   std::vector<std::thread> threads;
-  if (peer) setenv("AGENTCOMPILE_PEER_ALL_REDUCE", "1", 1);
+  if (!transport.empty()) setenv("AGENTCOMPILE_PEER_ALL_REDUCE", transport.c_str(), 1);
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
       auto engine = load(2, r, *id);
       if (!engine) return;
-      EXPECT_EQ(engine->info().all_reduce, peer ? "peer" : "nccl") << "rank " << r;
+      chosen[static_cast<size_t>(r)] = engine->info().all_reduce;
       tokens[static_cast<size_t>(r)] = greedy(*engine);
     });
   for (auto& thread : threads) thread.join();
-  if (peer) unsetenv("AGENTCOMPILE_PEER_ALL_REDUCE");
+  unsetenv("AGENTCOMPILE_PEER_ALL_REDUCE");
+  if (transport == "0") EXPECT_EQ(chosen[0], "nccl");
+  if (transport == "1") EXPECT_EQ(chosen[0], "peer");
+  if (transport.empty()) {
+    EXPECT_TRUE(chosen[0] == "nccl" || chosen[0] == "peer") << chosen[0];
+    std::printf("measured choice of decode's all-reduce transport: %s\n", chosen[0].c_str());
+  }
+  EXPECT_EQ(chosen[0], chosen[1]) << "the ranks chose different all-reduce transports";
   EXPECT_EQ(tokens[0], tokens[1]) << "the ranks sample the same gathered logits";
   EXPECT_EQ(tokens[0], one);
 }
 
 TEST(TensorParallelEngine, TwoRanksOnTwoGpusMatchOneRank) {
   AC_REQUIRE_GPU();
-  two_ranks_match_one(false);
+  two_ranks_match_one("0");
 }
 
 TEST(TensorParallelEngine, TwoRanksWithThePeerAllReduceMatchOneRank) {
   AC_REQUIRE_GPU();
-  two_ranks_match_one(true);
+  two_ranks_match_one("1");
+}
+
+TEST(TensorParallelEngine, TwoRanksChooseOneTransportByTimingAndMatchOneRank) {
+  AC_REQUIRE_GPU();
+  two_ranks_match_one("");
 }
 
 }  // namespace
