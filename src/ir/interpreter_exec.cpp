@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "support/host_limits.h"
+#include "support/large_buffers.h"
 
 namespace agentcompile::ir::exec {
 
@@ -35,9 +36,9 @@ Expected<Tensor> make_tensor(DType dtype, std::vector<int64_t> shape, uint64_t h
   tensor.shape = std::move(shape);
   const auto count = static_cast<size_t>(tensor.elements());
   if (int_storage(dtype))
-    tensor.i32 = std::make_shared<std::vector<int32_t>>(count);
+    tensor.i32 = std::make_shared<std::vector<int32_t>>(support::zeroed_vector<int32_t>(count));
   else
-    tensor.f32 = std::make_shared<std::vector<float>>(count);
+    tensor.f32 = std::make_shared<std::vector<float>>(support::zeroed_vector<float>(count));
   return tensor;
 }
 

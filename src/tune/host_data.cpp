@@ -21,6 +21,8 @@
 #include <limits>
 #include <thread>
 
+#include "support/large_buffers.h"
+
 namespace agentcompile::tune {
 
 const char* distribution_name(Distribution distribution) {
@@ -287,7 +289,7 @@ ScopedHostThreads::~ScopedHostThreads() { pinned_threads.store(previous_); }
 std::vector<float> decode_values(ir::DType dtype, const std::vector<uint8_t>& bytes) {
   const size_t size = ir::dtype_size(dtype);
   const float* halves = half_table().data();
-  std::vector<float> values(bytes.size() / size);
+  std::vector<float> values = support::zeroed_vector<float>(bytes.size() / size);
   parallel_chunks(values.size(), [&](size_t, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) values[i] = decode_one(dtype, &bytes[size * i], halves);
   });
@@ -301,7 +303,7 @@ TestTensor tensor_from_values(ir::DType dtype, std::vector<int64_t> shape, std::
   t.shape = std::move(shape);
   const size_t size = ir::dtype_size(dtype);
   const float* halves = half_table().data();
-  t.bytes.resize(values.size() * size);
+  t.bytes = support::zeroed_vector<uint8_t>(values.size() * size);
   parallel_chunks(values.size(), [&](size_t, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       encode_one(dtype, values[i], &t.bytes[size * i]);
@@ -320,8 +322,8 @@ TestTensor random_tensor(ir::DType dtype, std::vector<int64_t> shape, Distributi
   const size_t count = static_cast<size_t>(t.elements());
   const size_t size = ir::dtype_size(dtype);
   const float* halves = half_table().data();
-  t.values.resize(count);
-  t.bytes.resize(count * size);
+  t.values = support::zeroed_vector<float>(count);
+  t.bytes = support::zeroed_vector<uint8_t>(count * size);
   parallel_chunks(count, [&](size_t chunk, size_t begin, size_t end) {
     Stream stream(chunk_state(seed, chunk));
     for (size_t i = begin; i < end; ++i) {
