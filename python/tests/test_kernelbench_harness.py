@@ -55,6 +55,39 @@ class KernelBenchHarnessTest(unittest.TestCase):
         self.assertNotIn("unsupported", entry)
         self.assertTrue(entry["reason"].startswith("capture failed: "))
 
+    def test_an_f16_pair_is_judged_against_f32_only_where_eager_f16_is_the_one_off(self):
+        import torch
+
+        class HalfAddingCumsum(torch.nn.Module):  # what torch's CUDA cumsum does in f16: it adds in f16
+            def forward(self, x):
+                if x.dtype != torch.float16:
+                    return torch.cumsum(x, dim=1)
+                out, acc = torch.empty_like(x), torch.zeros(x.shape[0], dtype=torch.float16)
+                for j in range(x.shape[1]):
+                    acc = acc + x[:, j]
+                    out[:, j] = acc
+                return out
+
+        kb = harness()
+        model = HalfAddingCumsum()
+        x = torch.rand(2, 4096).half()
+        eager = model(x)
+        accurate = torch.cumsum(x.float(), dim=1).half()  # an f32 accumulation, as agentcompile's scan
+        ok, why = kb.check_outputs(torch, eager, accurate)
+        self.assertFalse(ok)
+        ok, note = kb.judge_by_f32_reference(torch, model, [x], eager, accurate, why)
+        self.assertTrue(ok, note)
+        self.assertIn("correct against eager in f32", note)
+        wrong = accurate + 8
+        ok, why = kb.judge_by_f32_reference(torch, model, [x], eager, wrong, kb.check_outputs(torch, eager, wrong)[1])
+        self.assertFalse(ok)
+        self.assertTrue(why.startswith("output 0: max abs error"), why)
+        # Where eager f16 agrees with the f32 model, eager's verdict stands.
+        plain = torch.nn.Identity()
+        y = torch.rand(3, 5).half()
+        ok, _ = kb.judge_by_f32_reference(torch, plain, [y], plain(y), y + 1, "output 0: max abs error 1")
+        self.assertFalse(ok)
+
 
 if __name__ == "__main__":
     unittest.main()
