@@ -7,7 +7,8 @@ tests/fixtures/quant/
                      mixed sign, an all-zero group, an all-positive and an all-negative group, an
                      outlier, values exactly halfway between two steps
   shape.txt          "rows K"
-  <dtype>.bin        what round-to-nearest quantization makes of input.f32 in that format
+  <dtype>.bin        what quantization makes of input.f32 in that format (round to nearest; int4's
+                     scale searched as src/ir/quant_rows.cpp searches it)
   <dtype>.f32        the exact dequantization of <dtype>.bin
 
 Deterministic: rerunning rewrites identical bytes.
@@ -55,31 +56,81 @@ def quantize_int8(x: np.ndarray, scale: str) -> tuple[bytes, np.ndarray]:
     return out, np.array(back, dtype=np.float32)
 
 
+SYMMETRIC_DIVISORS = [7.0, 7.5, 8.0, 8.5]   # src/ir/quant_rows.cpp's search, in its order
+ZERO_POINT_SHRINK = [1.0, 0.9, 0.8]
+
+
+def f32_error(v: np.ndarray, deq: np.ndarray) -> np.float32:
+    """Sum of squared differences in float32, element by element in order (as the C++ loop adds)."""
+    total = np.float32(0)
+    for d in (v - deq).astype(np.float32):
+        total = np.float32(total + np.float32(d * d))
+    return total
+
+
+def symmetric_group(v: np.ndarray, scale: str) -> tuple[np.float32, np.ndarray]:
+    """A group's scale and nibbles: the plain max|x| / 7, then sign * max|x| / d for the divisors, the first
+    of the least error kept; a candidate that rounds to zero or is not finite is skipped."""
+    amax = np.float32(np.abs(v).max())
+    def grid(s):
+        return np.clip(np.rint(v / s), -8, 7).astype(np.float32)
+    s = to_scale(np.array([amax / np.float32(7)], dtype=np.float32), scale)[0]
+    if s != 0:
+        best = f32_error(v, s * grid(s))
+        for d in SYMMETRIC_DIVISORS:
+            for sign in (1.0, -1.0):
+                c = to_scale(np.array([np.float32(sign) * amax / np.float32(d)], dtype=np.float32), scale)[0]
+                if c == 0 or not np.isfinite(c):
+                    continue
+                e = f32_error(v, c * grid(c))
+                if e < best:
+                    best, s = e, c
+    n = np.full(v.shape, 8, dtype=np.uint8) if s == 0 else (grid(s) + 8).astype(np.uint8)
+    return np.float32(s), n
+
+
+def zero_point_group(v: np.ndarray, scale: str) -> tuple[np.float32, np.float32, np.ndarray]:
+    lo = np.float32(min(v.min(), 0))
+    hi = np.float32(max(v.max(), 0))
+    def point(s):
+        return np.float32(np.clip(np.rint(-lo / s), 0, 15))
+    def grid(s, z):
+        return np.clip(np.rint(v / s) + z, 0, 15).astype(np.float32)
+    s = to_scale(np.array([(hi - lo) / np.float32(15)], dtype=np.float32), scale)[0]
+    z = np.float32(0) if s == 0 else point(s)
+    if s != 0:
+        best = f32_error(v, s * (grid(s, z) - z))
+        for f in ZERO_POINT_SHRINK:
+            c = to_scale(np.array([(hi - lo) / np.float32(15) * np.float32(f)], dtype=np.float32), scale)[0]
+            if c == 0 or not np.isfinite(c):
+                continue
+            cz = point(c)
+            e = f32_error(v, c * (grid(c, cz) - cz))
+            if e < best:
+                best, s, z = e, c, cz
+    n = np.zeros(v.shape, dtype=np.uint8) if s == 0 else grid(s, z).astype(np.uint8)
+    return np.float32(s), z, n
+
+
 def quantize_int4(x: np.ndarray, group: int, zero_points: bool, scale: str) -> tuple[bytes, np.ndarray]:
     out, back = b"", []
     for row in x:
-        groups = row.reshape(-1, group)
-        if zero_points:
-            lo = np.minimum(groups.min(axis=1), 0)
-            hi = np.maximum(groups.max(axis=1), 0)
-            s = to_scale((hi - lo) / np.float32(15), scale)
-            safe = np.where(s == 0, np.float32(1), s)
-            z = np.where(s == 0, np.float32(0), np.clip(np.rint(-lo / safe), 0, 15)).astype(np.float32)
-            n = np.where(s[:, None] == 0, 0, np.clip(np.rint(groups / safe[:, None]) + z[:, None], 0, 15)).astype(np.uint8)
-            deq = s[:, None] * (n.astype(np.float32) - z[:, None])
-        else:
-            s = to_scale(np.abs(groups).max(axis=1) / np.float32(7), scale)
-            safe = np.where(s == 0, np.float32(1), s)
-            n = np.where(s[:, None] == 0, 8, np.clip(np.rint(groups / safe[:, None]), -8, 7) + 8).astype(np.uint8)
-            z = None
-            deq = s[:, None] * (n.astype(np.float32) - np.float32(8))
-        flat = n.reshape(-1)
+        scales, zeros, nibbles, deq = [], [], [], []
+        for v in row.reshape(-1, group):
+            if zero_points:
+                s, z, n = zero_point_group(v, scale)
+            else:
+                (s, n), z = symmetric_group(v, scale), np.float32(8)
+            scales.append(s), zeros.append(z), nibbles.append(n)
+            deq.append(s * (n.astype(np.float32) - z))
+        s = np.array(scales, dtype=np.float32)
+        flat = np.concatenate(nibbles)
         packed = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
         row_bytes = packed.tobytes() + scale_bytes(s, scale).tobytes()
         if zero_points:
-            row_bytes += z.astype(np.uint8).tobytes()
+            row_bytes += np.array(zeros, dtype=np.float32).astype(np.uint8).tobytes()
         out += pad16(row_bytes)
-        back.append(deq.reshape(-1).astype(np.float32))
+        back.append(np.concatenate(deq).astype(np.float32))
     return out, np.array(back, dtype=np.float32)
 
 

@@ -62,15 +62,20 @@ struct QuantError {
   double rel_rms = 0;   // ‖x − dequantized x‖₂ / ‖x‖₂ (0 for an all-zero tensor)
 };
 
-// Round-to-nearest quantization of `rows` rows of K f32 values into a row format (i8_*, i4*):
+// Quantization of `rows` rows of K f32 values into a row format (i8_*, i4*), round to nearest on a
+// scale chosen per row (int8) or group (int4):
 //   i8_S      s = S(max|x| / 127), q = clamp(rint(x / s), −127, 127)
-//   i4gG_S    per group: s = S(max|x| / 7), n = clamp(rint(x / s), −8, 7) + 8
-//   i4gGz_S   per group: lo = min(min x, 0), hi = max(max x, 0), s = S((hi − lo) / 15),
+//   i4gG_S    s = S(max|x| / 7), then S(±max|x| / d) for d = 7, 7.5, 8, 8.5 (a negative scale puts the
+//             grid's −8 step on the positive side); n = clamp(rint(x / s), −8, 7) + 8
+//   i4gGz_S   lo = min(min x, 0), hi = max(max x, 0), s = S((hi − lo) / 15 · f) for f = 1, 0.9, 0.8,
 //             z = clamp(rint(−lo / s), 0, 15), n = clamp(rint(x / s) + z, 0, 15)
-// in f32, where S(v) rounds to the scale type (nearest even) and x / s divides by the rounded scale;
-// a scale of 0 (an all-zero group) stores q = 0 (n = 8, or z = 0 and n = 0). rint rounds half to even.
-// Errors: a value that is not finite, a scale that overflows f16 (say: use bf16 scales), a format
-// that is not a row format, or a K it cannot store. `error`, when given, receives the tensor's error.
+// where an int4 group keeps the first candidate of the least squared error (summed in f32 in element
+// order: python/make_quant_fixtures.py reproduces it), S(v) rounds to the scale type (nearest even),
+// x / s divides by the rounded scale, and candidates that round to 0 or overflow are skipped. A scale
+// of 0 (an all-zero group) stores q = 0 (n = 8, or z = 0 and n = 0). rint rounds half to even. Rows are
+// quantized on several threads.
+// Errors: a value that is not finite, a plain scale that overflows f16 (say: use bf16 scales), a
+// format that is not a row format, or a K it cannot store. `error`, when given, receives the tensor's error.
 Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uint8_t* dst, QuantError* error = nullptr);
 
 }  // namespace agentcompile::ir

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if defined(__clang__)
@@ -84,6 +85,34 @@ Expected<float> stored_scale(DType scale, float value, const std::string& where)
 
 float clamp_rint(float value, float lo, float hi) { return std::min(std::max(std::nearbyint(value), lo), hi); }
 
+// The scales a group's search tries, in this order; the first of the least squared error is stored.
+// Symmetric int4: s = sign · max|x| / d, so the grid's extra step (−8) falls on the side of the group's
+// largest magnitude when the sign is negative, and a slightly finer grid may clamp one outlier to fit
+// the rest better. Zero points: s = (hi − lo) / 15 · f, the grid shrunk toward the zero point.
+// On SmolLM2's weights (layers 3, 10, 20) the search takes the relative RMS error of g32 from 10.0% to
+// 7.8% (symmetric) and 8.1% to 7.4% (zero points); int8 per channel gains nothing from it (0.88%).
+constexpr float kSymmetricDivisors[] = {7.0f, 7.5f, 8.0f, 8.5f};
+constexpr float kZeroPointShrink[] = {1.0f, 0.9f, 0.8f};
+
+// Squared error of a group on the symmetric grid of scale s (f32, in element order).
+float symmetric_error(const float* v, int64_t n, float s) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = v[i] - s * clamp_rint(v[i] / s, -8.0f, 7.0f);
+    sum += d * d;
+  }
+  return sum;
+}
+
+float zero_point_error(const float* v, int64_t n, float s, float zero) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = v[i] - s * (std::min(std::max(std::nearbyint(v[i] / s) + zero, 0.0f), 15.0f) - zero);
+    sum += d * d;
+  }
+  return sum;
+}
+
 Status quantize_row(const QuantLayout& layout, const RowParts& parts, const float* x, int64_t K, uint8_t* row,
                     const std::string& where) {
   std::memset(row, 0, static_cast<size_t>(parts.bytes));
@@ -109,7 +138,19 @@ Status quantize_row(const QuantLayout& layout, const RowParts& parts, const floa
       continue;
     }
     if (!layout.zero_points) {
-      AC_ASSIGN_OR_RETURN(const float s, stored_scale(layout.scale, amax / 7.0f, where));
+      // The plain scale (max|x| / 7) first: its error is the one to beat, and an overflow is reported
+      // for it; a searched scale that overflows the scale type is skipped.
+      AC_ASSIGN_OR_RETURN(float s, stored_scale(layout.scale, amax / 7.0f, where));
+      if (s != 0) {
+        float best = symmetric_error(v, group, s);
+        for (float d : kSymmetricDivisors)
+          for (float sign : {1.0f, -1.0f}) {
+            const Expected<float> c = stored_scale(layout.scale, sign * amax / d, where);
+            if (!c || *c == 0) continue;
+            const float e = symmetric_error(v, group, *c);
+            if (e < best) best = e, s = *c;
+          }
+      }
       const uint16_t bits = scale_bits(layout.scale, s);
       std::memcpy(scale_at, &bits, sizeof(bits));
       for (int64_t i = 0; i < group; ++i) {
@@ -119,10 +160,20 @@ Status quantize_row(const QuantLayout& layout, const RowParts& parts, const floa
       }
       continue;
     }
-    AC_ASSIGN_OR_RETURN(const float s, stored_scale(layout.scale, (hi - lo) / 15.0f, where));
+    AC_ASSIGN_OR_RETURN(float s, stored_scale(layout.scale, (hi - lo) / 15.0f, where));
+    float zero = s == 0 ? 0.0f : clamp_rint(-lo / s, 0.0f, 15.0f);
+    if (s != 0) {
+      float best = zero_point_error(v, group, s, zero);
+      for (float f : kZeroPointShrink) {
+        const Expected<float> c = stored_scale(layout.scale, (hi - lo) / 15.0f * f, where);
+        if (!c || *c == 0) continue;
+        const float z = clamp_rint(-lo / *c, 0.0f, 15.0f);
+        const float e = zero_point_error(v, group, *c, z);
+        if (e < best) best = e, s = *c, zero = z;
+      }
+    }
     const uint16_t bits = scale_bits(layout.scale, s);
     std::memcpy(scale_at, &bits, sizeof(bits));
-    const float zero = s == 0 ? 0.0f : clamp_rint(-lo / s, 0.0f, 15.0f);
     row[parts.zeros_at + g] = static_cast<uint8_t>(zero);
     for (int64_t i = 0; i < group; ++i) {
       const int nibble = s == 0 ? 0 : static_cast<int>(std::min(std::max(std::nearbyint(v[i] / s) + zero, 0.0f), 15.0f));
@@ -214,21 +265,51 @@ Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uin
   if (std::string problem = row_length_problem(dtype, K); !problem.empty())
     return error(ErrorCode::kInvalidArgument, "quantize " + name + ": " + problem);
   const RowParts parts = row_parts(layout, K);
-  std::vector<float> back(static_cast<size_t>(K));
-  double sum_sq = 0, err_sq = 0, max_abs = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* row = dst + r * parts.bytes;
-    const float* x = src + r * K;
-    AC_TRY(quantize_row(layout, parts, x, K, row, "quantize " + name + ": row " + std::to_string(r)));
-    if (!error_out) continue;
-    dequantize_row(layout, parts, row, K, back.data());
-    for (int64_t k = 0; k < K; ++k) {
-      const double diff = static_cast<double>(x[k]) - static_cast<double>(back[static_cast<size_t>(k)]);
-      sum_sq += static_cast<double>(x[k]) * x[k];
-      err_sq += diff * diff;
-      max_abs = std::max(max_abs, std::fabs(diff));
+  // Rows on several threads (each group's scale search costs a dozen passes over it); each thread
+  // sums its rows' errors, added in thread order, and the first failing row's error is reported.
+  struct Part {
+    double sum_sq = 0, err_sq = 0, max_abs = 0;
+    int64_t failed_row = -1;
+    Status status = Status::ok();
+  };
+  const int64_t per_thread = std::max<int64_t>(64, (rows + 15) / 16);
+  const auto threads = static_cast<size_t>(std::min<int64_t>((rows + per_thread - 1) / per_thread,
+                                                             std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<Part> parts_of(std::max<size_t>(threads, 1));
+  auto work = [&](size_t t) {
+    Part& part = parts_of[t];
+    std::vector<float> back(static_cast<size_t>(K));
+    for (int64_t r = static_cast<int64_t>(t); r < rows; r += static_cast<int64_t>(parts_of.size())) {
+      uint8_t* row = dst + r * parts.bytes;
+      const float* x = src + r * K;
+      if (Status status = quantize_row(layout, parts, x, K, row, "quantize " + name + ": row " + std::to_string(r)); !status.is_ok()) {
+        part.status = std::move(status), part.failed_row = r;
+        return;
+      }
+      if (!error_out) continue;
+      dequantize_row(layout, parts, row, K, back.data());
+      for (int64_t k = 0; k < K; ++k) {
+        const double diff = static_cast<double>(x[k]) - static_cast<double>(back[static_cast<size_t>(k)]);
+        part.sum_sq += static_cast<double>(x[k]) * x[k];
+        part.err_sq += diff * diff;
+        part.max_abs = std::max(part.max_abs, std::fabs(diff));
+      }
     }
+  };
+  if (parts_of.size() == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < parts_of.size(); ++t) pool.emplace_back(work, t);
+    for (std::thread& thread : pool) thread.join();
   }
+  double sum_sq = 0, err_sq = 0, max_abs = 0;
+  const Part* failed = nullptr;
+  for (const Part& part : parts_of) {
+    if (part.failed_row >= 0 && (!failed || part.failed_row < failed->failed_row)) failed = &part;
+    sum_sq += part.sum_sq, err_sq += part.err_sq, max_abs = std::max(max_abs, part.max_abs);
+  }
+  if (failed) return failed->status;
   if (error_out) *error_out = QuantError{max_abs, sum_sq > 0 ? std::sqrt(err_sq / sum_sq) : 0.0};
   return Status::ok();
 }
