@@ -11,11 +11,11 @@
 #include "emit/artifact_record.h"
 #include "emit/model_module.h"
 #include "frontend/model_source.h"
+#include "gpu/all_reduce_choice.h"
 #include "gpu/device_probe.h"
 #include "gpu/driver_api.h"
 #include "ir/decode_batch.h"
 #include "gpu/nccl.h"
-#include "gpu/all_reduce_choice.h"
 #include "gpu/peer_all_reduce.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/decode_loop.h"
@@ -101,44 +101,44 @@ bool uses_library(const runtime::LoadedArtifact& artifact) {
 // kernel is the faster of the two on this machine (gpu/all_reduce_choice.h: both timed on a decode row,
 // every rank deciding alike); otherwise, and for every larger all-reduce, NCCL. AGENTCOMPILE_PEER_ALL_REDUCE
 // set to 0 keeps everything on NCCL, set to 1 takes the peer kernel without timing it. Returns
-// EngineInfo::all_reduce's word.
-std::string choose_all_reduce(gpu::NcclCommunicator& communicator, const std::vector<char>& peer_cubin, const frontend::ModelConfig& c,
+// EngineInfo::all_reduce's word. A timing that fails is an error, not a quiet NCCL: the other ranks may
+// have timed and chosen the peer kernel, and a rank on another transport would leave them waiting.
+Expected<std::string> choose_all_reduce(gpu::NcclCommunicator& communicator, const std::vector<char>& peer_cubin, const frontend::ModelConfig& c,
                               gpu::CudaContext& context, int device, bool programmatic, const std::function<void(const std::string&)>& say) {
   const char* forced = std::getenv("AGENTCOMPILE_PEER_ALL_REDUCE");
   const std::string force = forced ? forced : "";
   if (force == "0") {
     say("tensor parallel: every all-reduce over NCCL (AGENTCOMPILE_PEER_ALL_REDUCE=0)");
-    return "nccl";
+    return std::string("nccl");
   }
   auto peer = gpu::PeerAllReduce::create(communicator, peer_cubin, context.stream(), device);
   if (!peer) {
-    say("tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");
-    return "nccl";
+    say("tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");  // every rank alike
+    return std::string("nccl");
   }
   (*peer)->set_programmatic(programmatic);
   const std::string limit = std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB";
   if (force != "1") {
     const auto row = static_cast<size_t>(c.hidden_size);
-    auto times = gpu::PeerAllReduce::takes(row, c.dtype)
-                     ? gpu::time_all_reduces(communicator, **peer, row, c.dtype, context.stream())
-                     : Expected<gpu::AllReduceTimes>(error(ErrorCode::kUnsupported, "the decode row is larger than " + limit));
-    if (!times) {
-      say("tensor parallel: every all-reduce over NCCL (timing the peer kernel failed: " + times.status().message() + ")");
-      return "nccl";
+    if (!gpu::PeerAllReduce::takes(row, c.dtype)) {  // the same on every rank: one config
+      say("tensor parallel: every all-reduce over NCCL (a decode row is larger than the peer kernel's " + limit + ")");
+      return std::string("nccl");
     }
+    auto times = gpu::time_all_reduces(communicator, **peer, row, c.dtype, context.stream());
+    if (!times) return times.status().with_context("timing decode's all-reduce on NCCL and on the peer kernel");
     char measured[160];
     std::snprintf(measured, sizeof measured, "a decode row of %zu %s: NCCL %.1f us, peer kernel %.1f us", row,
                   std::string(ir::dtype_name(c.dtype)).c_str(), times->nccl_us, times->peer_us);
     if (!times->peer_faster()) {
       say(std::string("tensor parallel: every all-reduce over NCCL (") + measured + ")");
-      return "nccl";
+      return std::string("nccl");
     }
     say(std::string("tensor parallel: all-reduces up to ") + limit + " over peer memory, larger over NCCL (" + measured + ")");
   } else {
     say("tensor parallel: all-reduces up to " + limit + " over peer memory, larger over NCCL (AGENTCOMPILE_PEER_ALL_REDUCE=1)");
   }
   communicator.use_peer_all_reduce(std::move(*peer));
-  return "peer";
+  return std::string("peer");
 }
 
 }  // namespace
@@ -226,9 +226,10 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
       const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
       if (peer_cubin == artifact_.runtime_cubins.end())
         say("tensor parallel: every all-reduce over NCCL (the artifact predates the peer all-reduce kernel)");
-      else
-        info.all_reduce = choose_all_reduce(*communicator_, peer_cubin->second, c, *context_, options.device,
-                                            options.programmatic_launch && context_->info().sm_major >= 9, say);
+      else {
+        const bool programmatic = options.programmatic_launch && context_->info().sm_major >= 9;
+        AC_ASSIGN_OR_RETURN(info.all_reduce, choose_all_reduce(*communicator_, peer_cubin->second, c, *context_, options.device, programmatic, say));
+      }
     }
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
