@@ -224,9 +224,9 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     if (library_) library_->set_communicator(communicator_.get());
     if (ranks > 1) {
       const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
-      if (peer_cubin == artifact_.runtime_cubins.end())
+      if (peer_cubin == artifact_.runtime_cubins.end()) {
         say("tensor parallel: every all-reduce over NCCL (the artifact predates the peer all-reduce kernel)");
-      else {
+      } else {
         const bool programmatic = options.programmatic_launch && context_->info().sm_major >= 9;
         AC_ASSIGN_OR_RETURN(info.all_reduce, choose_all_reduce(*communicator_, peer_cubin->second, c, *context_, options.device, programmatic, say));
       }
