@@ -422,14 +422,18 @@ struct Interpreter::Impl {
 
     std::vector<HostTensor> results;
     for (ValueId id : function->results) {
-      const Tensor& tensor = values[id];
+      Tensor& tensor = values[id];
       HostTensor host;
       host.dtype = function->type(id).dtype;
       host.shape = tensor.shape;
+      // A result the run alone holds, returned once, is moved out; one that shares its storage (with a
+      // state, a weight, a view or another result) is copied. A copy of a 2^30-element output is 4 GiB.
+      const bool sole = std::count(function->results.begin(), function->results.end(), id) == 1 &&
+                        (tensor.is_int() ? tensor.i32.use_count() : tensor.f32.use_count()) == 1;
       if (tensor.is_int())
-        host.i32 = *tensor.i32;  // copies: a result may alias a state or a weight
+        host.i32 = sole ? std::move(*tensor.i32) : *tensor.i32;
       else
-        host.f32 = *tensor.f32;
+        host.f32 = sole ? std::move(*tensor.f32) : *tensor.f32;
       results.push_back(std::move(host));
     }
     return results;
