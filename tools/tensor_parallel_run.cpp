@@ -56,7 +56,10 @@ RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_
         // The other ranks may wait for this one in ncclCommInitRank forever: end the process here.
         fail("rank " + std::to_string(r) + ": " + engine.status().to_string());
       }
-      if (r == 0) gpu = (*engine)->info().gpu + " x" + std::to_string(ranks), all_reduce = (*engine)->info().all_reduce;
+      if (r == 0) {
+        gpu = (*engine)->info().gpu + " x" + std::to_string(ranks);
+        all_reduce = (*engine)->info().all_reduce;
+      }
       results[static_cast<size_t>(r)].emplace((*engine)->generate(prompt, options, {}));
     });
   for (auto& thread : threads) thread.join();

@@ -94,11 +94,15 @@ float clamp_rint(float value, float lo, float hi) { return std::min(std::max(std
 constexpr float kSymmetricDivisors[] = {7.0f, 7.5f, 8.0f, 8.5f};
 constexpr float kZeroPointShrink[] = {1.0f, 0.9f, 0.8f};
 
+// A value's step on the symmetric grid of scale s (−8..7), and its nibble on the zero-point grid (0..15).
+float symmetric_step(float v, float s) { return clamp_rint(v / s, -8.0f, 7.0f); }
+float zero_point_nibble(float v, float s, float zero) { return std::min(std::max(std::nearbyint(v / s) + zero, 0.0f), 15.0f); }
+
 // Squared error of a group on the symmetric grid of scale s (f32, in element order).
 float symmetric_error(const float* v, int64_t n, float s) {
   float sum = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const float d = v[i] - s * clamp_rint(v[i] / s, -8.0f, 7.0f);
+    const float d = v[i] - s * symmetric_step(v[i], s);
     sum += d * d;
   }
   return sum;
@@ -107,7 +111,7 @@ float symmetric_error(const float* v, int64_t n, float s) {
 float zero_point_error(const float* v, int64_t n, float s, float zero) {
   float sum = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const float d = v[i] - s * (std::min(std::max(std::nearbyint(v[i] / s) + zero, 0.0f), 15.0f) - zero);
+    const float d = v[i] - s * (zero_point_nibble(v[i], s, zero) - zero);
     sum += d * d;
   }
   return sum;
@@ -154,7 +158,7 @@ Status quantize_row(const QuantLayout& layout, const RowParts& parts, const floa
       const uint16_t bits = scale_bits(layout.scale, s);
       std::memcpy(scale_at, &bits, sizeof(bits));
       for (int64_t i = 0; i < group; ++i) {
-        const int nibble = s == 0 ? 8 : static_cast<int>(clamp_rint(v[i] / s, -8.0f, 7.0f)) + 8;
+        const int nibble = s == 0 ? 8 : static_cast<int>(symmetric_step(v[i], s)) + 8;
         const int64_t k = g * group + i;
         row[k / 2] |= static_cast<uint8_t>(nibble << (4 * (k % 2)));
       }
@@ -176,7 +180,7 @@ Status quantize_row(const QuantLayout& layout, const RowParts& parts, const floa
     std::memcpy(scale_at, &bits, sizeof(bits));
     row[parts.zeros_at + g] = static_cast<uint8_t>(zero);
     for (int64_t i = 0; i < group; ++i) {
-      const int nibble = s == 0 ? 0 : static_cast<int>(std::min(std::max(std::nearbyint(v[i] / s) + zero, 0.0f), 15.0f));
+      const int nibble = s == 0 ? 0 : static_cast<int>(zero_point_nibble(v[i], s, zero));
       const int64_t k = g * group + i;
       row[k / 2] |= static_cast<uint8_t>(nibble << (4 * (k % 2)));
     }
@@ -267,19 +271,17 @@ Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uin
   const RowParts parts = row_parts(layout, K);
   // Rows on several threads (each group's scale search costs a dozen passes over it); each thread
   // sums its rows' errors, added in thread order, and the first failing row's error is reported.
-  struct Part {
+  struct ThreadShare {  // rows t, t + threads, ...
     double sum_sq = 0, err_sq = 0, max_abs = 0;
     int64_t failed_row = -1;
     Status status = Status::ok();
   };
-  const int64_t per_thread = std::max<int64_t>(64, (rows + 15) / 16);
-  const auto threads = static_cast<size_t>(std::min<int64_t>((rows + per_thread - 1) / per_thread,
-                                                             std::max(1u, std::thread::hardware_concurrency())));
-  std::vector<Part> parts_of(std::max<size_t>(threads, 1));
+  const auto threads = static_cast<size_t>(std::clamp<int64_t>(rows / 64, 1, std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<ThreadShare> shares(threads);
   auto work = [&](size_t t) {
-    Part& part = parts_of[t];
+    ThreadShare& part = shares[t];
     std::vector<float> back(static_cast<size_t>(K));
-    for (int64_t r = static_cast<int64_t>(t); r < rows; r += static_cast<int64_t>(parts_of.size())) {
+    for (int64_t r = static_cast<int64_t>(t); r < rows; r += static_cast<int64_t>(threads)) {
       uint8_t* row = dst + r * parts.bytes;
       const float* x = src + r * K;
       if (Status status = quantize_row(layout, parts, x, K, row, "quantize " + name + ": row " + std::to_string(r)); !status.is_ok()) {
@@ -296,16 +298,16 @@ Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uin
       }
     }
   };
-  if (parts_of.size() == 1) {
+  if (threads == 1) {
     work(0);
   } else {
     std::vector<std::thread> pool;
-    for (size_t t = 0; t < parts_of.size(); ++t) pool.emplace_back(work, t);
+    for (size_t t = 0; t < threads; ++t) pool.emplace_back(work, t);
     for (std::thread& thread : pool) thread.join();
   }
   double sum_sq = 0, err_sq = 0, max_abs = 0;
-  const Part* failed = nullptr;
-  for (const Part& part : parts_of) {
+  const ThreadShare* failed = nullptr;
+  for (const ThreadShare& part : shares) {
     if (part.failed_row >= 0 && (!failed || part.failed_row < failed->failed_row)) failed = &part;
     sum_sq += part.sum_sq, err_sq += part.err_sq, max_abs = std::max(max_abs, part.max_abs);
   }

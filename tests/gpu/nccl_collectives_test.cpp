@@ -58,6 +58,22 @@ struct RankResult {
   std::vector<float> median_us;  // per timed size
 };
 
+// One bf16 all_reduce of `count` elements from `in` into `out`, captured in a CUDA graph and
+// instantiated (the graph itself is destroyed: the executable keeps what it needs).
+Expected<CUgraphExec> captured_all_reduce(gpu::NcclCommunicator& comm, CUdeviceptr in, CUdeviceptr out, size_t count, CUstream stream) {
+  CUgraph g = nullptr;
+  AC_TRY(gpu::cuda_status(api().StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED), "capture"));
+  const Status enqueued = comm.all_reduce_sum(in, out, count, ir::DType::kBF16, stream);
+  const Status ended = gpu::cuda_status(api().StreamEndCapture(stream, &g), "end capture");
+  AC_TRY(enqueued);
+  AC_TRY(ended);
+  CUgraphExec exec = nullptr;
+  const Status instantiated = gpu::cuda_status(api().GraphInstantiateWithFlags(&exec, g, 0), "instantiate");
+  api().GraphDestroy(g);
+  AC_TRY(instantiated);
+  return exec;
+}
+
 // One rank: its context on device `rank`, its communicator (with the peer all-reduce when `peer_cubin`
 // is not empty), every case checked, then the timings.
 RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std::vector<char>& peer_cubin = {}) {
@@ -81,13 +97,9 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
     auto in = gpu::DeviceBuffer::allocate(count * 2);
     auto out = gpu::DeviceBuffer::allocate(count * 2);
     if (!in || !out) return fail(!in ? in.status() : out.status());
-    CUgraph g = nullptr;
-    CUgraphExec exec = nullptr;
-    api().StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
-    Status enqueued = (*comm)->all_reduce_sum(in->ptr(), out->ptr(), count, ir::DType::kBF16, stream);
-    api().StreamEndCapture(stream, &g);
-    if (!enqueued.is_ok()) return fail(enqueued);
-    if (Status s = gpu::cuda_status(api().GraphInstantiateWithFlags(&exec, g, 0), "instantiate"); !s.is_ok()) return fail(s);
+    auto captured = captured_all_reduce(**comm, in->ptr(), out->ptr(), count, stream);
+    if (!captured) return fail(captured.status());
+    const CUgraphExec exec = *captured;
     for (int replay = 0; replay < 60; ++replay) {
       const int scale = 1 + replay % 5;  // rank r's row times scale: the sum is scale times the plain one
       std::vector<uint8_t> mine(count * 2), want(count * 2), got(count * 2);
@@ -107,7 +119,6 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
       if (got != want) return fail(error(ErrorCode::kMismatch, "peer all_reduce, replay " + std::to_string(replay) + " of a captured graph: wrong sum"));
     }
     api().GraphExecDestroy(exec);
-    api().GraphDestroy(g);
   }
   for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16}) {
     for (size_t count : {size_t{4096}, size_t{4099}, size_t{8192}, size_t{512 * 4096}}) {  // 4099: a tail past the 16-byte vectors
@@ -168,13 +179,9 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
     auto start = gpu::CudaEvent::create();
     auto stop = gpu::CudaEvent::create();
     if (!buffer || !start || !stop) return fail(error(ErrorCode::kResourceExhausted, "timing buffers"));
-    CUgraph g = nullptr;
-    CUgraphExec exec = nullptr;
-    api().StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
-    Status enqueued = (*comm)->all_reduce_sum(buffer->ptr(), buffer->ptr(), count, ir::DType::kBF16, stream);
-    api().StreamEndCapture(stream, &g);
-    if (!enqueued.is_ok()) return fail(enqueued);
-    api().GraphInstantiateWithFlags(&exec, g, 0);
+    auto captured = captured_all_reduce(**comm, buffer->ptr(), buffer->ptr(), count, stream);
+    if (!captured) return fail(captured.status());
+    const CUgraphExec exec = *captured;
     std::vector<float> samples;
     for (int i = 0; i < 220; ++i) {
       Status timed = start->record(stream);
@@ -186,7 +193,6 @@ RankResult run_rank(int ranks, int rank, const gpu::NcclUniqueId& id, const std:
       if (ms && i >= 20) samples.push_back(*ms * 1000.0f);
     }
     api().GraphExecDestroy(exec);
-    api().GraphDestroy(g);
     std::sort(samples.begin(), samples.end());
     result.median_us.push_back(samples.empty() ? -1.0f : samples[samples.size() / 2]);
   }
