@@ -70,7 +70,10 @@ class KernelBenchHarnessTest(unittest.TestCase):
 
         kb = harness()
         model = HalfAddingCumsum()
-        x = torch.rand(2, 4096).half()
+        torch.manual_seed(0)
+        # 16384 values of mean 0.5: a running f16 sum stalls at 2048 (its spacing there is 2), the true one
+        # reaches ~8192, far outside check_outputs' 1% tolerance whatever the draw.
+        x = torch.rand(2, 16384).half()
         eager = model(x)
         accurate = torch.cumsum(x.float(), dim=1).half()  # an f32 accumulation, as agentcompile's scan
         ok, why = kb.check_outputs(torch, eager, accurate)
