@@ -203,12 +203,14 @@ void run(const RunFlags& flags) {
   if (!flags.dump_logits.empty()) return dump_logits(*engine, flags, prompt);
 
   GenerateResult r;
-  std::string gpu, all_reduce;
+  std::string gpu;
+  nlohmann::json collectives = nlohmann::json::object();
   if (ranks) {  // every rank generates; rank 0's tokens are printed once it is done (no streaming)
-    RanksResult all = generate_on_ranks(flags.engine, prompt, options, flags.json);
-    r = std::move(all.result);
-    gpu = all.gpu;
-    all_reduce = all.all_reduce;
+    auto engines = RankEngines::load_or_fail(flags.engine, flags.json);
+    r = engines->generate_or_fail(prompt, options);
+    gpu = engines->gpu();
+    const EngineInfo& info = engines->info();
+    collectives = {{"all_reduce", info.all_reduce}, {"all_reduce_us", info.all_reduce_us}, {"decode_all_reduces", info.decode_all_reduces}};
     if (text && !flags.json) std::printf("%s\n", text->decode(r.tokens, /*skip_special=*/true).c_str());
   } else {
     r = generate_streaming(*engine, prompt, options, text ? &*text : nullptr, flags.json);
@@ -219,7 +221,7 @@ void run(const RunFlags& flags) {
     nlohmann::json out{{"prompt_tokens", prompt}, {"generated", r.tokens}, {"stop_reason", r.stop_reason}, {"prefill_ms", r.prefill_ms},
                        {"decode_ms_per_token", per_token}, {"gpu", gpu}, {"cuda_graph", !flags.engine.no_cuda_graph},
                        {"tensor_parallel", flags.engine.tensor_parallel}};
-    if (!all_reduce.empty()) out["all_reduce"] = all_reduce;
+    out.update(collectives);  // tensor parallelism: the decode all-reduce's transport, measured time and count per step
     if (text) out["text"] = text->decode(r.tokens, /*skip_special=*/true);
     std::printf("%s\n", out.dump().c_str());
   } else {

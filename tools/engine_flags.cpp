@@ -52,7 +52,7 @@ EngineOptions engine_options(const EngineFlags& flags) {
 }
 
 std::unique_ptr<Engine> load_engine_or_fail(const EngineFlags& flags, bool quiet) {
-  if (flags.tensor_parallel > 1) fail("--tensor-parallel " + std::to_string(flags.tensor_parallel) + ": only `run` runs several ranks so far");
+  if (flags.tensor_parallel > 1) fail("--tensor-parallel " + std::to_string(flags.tensor_parallel) + ": only `run` and `bench` run several ranks so far");
   auto engine = load_engine(engine_options(flags), [quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   });

@@ -1,16 +1,10 @@
-// One engine per rank on a thread per GPU (see tensor_parallel_run.h).
-//
-// Artifacts first, in this thread: each rank's is `--artifact DIR`/rank<r>, or the rank's own compiled
-// on first use (one compile after another, before this process touches a GPU, so the compiles may still
-// fork their admission workers). Then the engines load at once: each creates its NCCL communicator from
-// the same id, and ncclCommInitRank waits for all ranks. A rank that fails before that point leaves the
-// others waiting in it: the command then ends the process with that rank's error.
+// One engine per rank, a thread per GPU (see tensor_parallel_run.h).
 #include "tensor_parallel_run.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "agentcompile/first_use.h"
@@ -18,7 +12,26 @@
 
 namespace agentcompile::tools {
 
-RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_t>& prompt, const GenerateOptions& options, bool quiet) {
+namespace {
+
+// Runs `work(r)` for every rank at once, each on a thread of its own, and waits for all of them.
+void on_every_rank(int ranks, const std::function<void(int)>& work) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back(work, r);
+  for (auto& thread : threads) thread.join();
+}
+
+// Ends the process from a rank's thread: the other ranks may wait in NCCL for this one forever, and no
+// exception can leave a thread (`fail` throws).
+[[noreturn]] void end_process(const std::string& message) {
+  std::fprintf(stderr, "agentcompile: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+}  // namespace
+
+std::unique_ptr<RankEngines> RankEngines::load_or_fail(const EngineFlags& flags, bool quiet) {
   const int ranks = flags.tensor_parallel;
   auto say = [quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
@@ -39,36 +52,46 @@ RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_
   }
   auto id = nccl_unique_id();
   if (!id) fail(id.status().to_string());
-  std::vector<std::optional<Expected<GenerateResult>>> results(static_cast<size_t>(ranks));
-  std::string gpu, all_reduce;
+  auto out = std::unique_ptr<RankEngines>(new RankEngines());
+  out->engines_.resize(static_cast<size_t>(ranks));
   std::mutex lines;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      EngineOptions o = rank_options[static_cast<size_t>(r)];
-      o.nccl_id = *id;
-      auto engine = Engine::load(o, [&](const std::string& line) {
-        std::lock_guard lock(lines);
-        say("rank " + std::to_string(r) + ": " + line);
-      });
-      if (!engine) {
-        std::lock_guard lock(lines);
-        // The other ranks may wait for this one in ncclCommInitRank forever: end the process here.
-        fail("rank " + std::to_string(r) + ": " + engine.status().to_string());
-      }
-      if (r == 0) {
-        gpu = (*engine)->info().gpu + " x" + std::to_string(ranks);
-        all_reduce = (*engine)->info().all_reduce;
-      }
-      results[static_cast<size_t>(r)].emplace((*engine)->generate(prompt, options, {}));
+  on_every_rank(ranks, [&](int r) {
+    EngineOptions o = rank_options[static_cast<size_t>(r)];
+    o.nccl_id = *id;
+    auto engine = Engine::load(o, [&](const std::string& line) {
+      std::lock_guard lock(lines);
+      say("rank " + std::to_string(r) + ": " + line);
     });
-  for (auto& thread : threads) thread.join();
-  for (int r = 0; r < ranks; ++r)
-    if (!results[static_cast<size_t>(r)]->has_value()) fail("rank " + std::to_string(r) + ": " + results[static_cast<size_t>(r)]->status().to_string());
-  for (int r = 1; r < ranks; ++r)
-    if (results[static_cast<size_t>(r)]->value().tokens != results[0]->value().tokens)
-      fail("rank " + std::to_string(r) + " generated other tokens than rank 0: the ranks disagree");
-  return {results[0]->value(), gpu, all_reduce};
+    if (!engine) {
+      std::lock_guard lock(lines);
+      end_process("rank " + std::to_string(r) + ": " + engine.status().to_string());
+    }
+    out->engines_[static_cast<size_t>(r)] = std::move(*engine);
+  });
+  return out;
 }
+
+RankEngines::~RankEngines() {
+  on_every_rank(ranks(), [this](int r) { engines_[static_cast<size_t>(r)].reset(); });
+}
+
+GenerateResult RankEngines::generate_or_fail(const std::vector<int32_t>& prompt, const GenerateOptions& options) {
+  std::vector<GenerateResult> results(engines_.size());
+  std::mutex lines;
+  on_every_rank(ranks(), [&](int r) {
+    auto result = engines_[static_cast<size_t>(r)]->generate(prompt, options, {});
+    if (!result) {  // the other ranks may be waiting for this one in a collective
+      std::lock_guard lock(lines);
+      end_process("rank " + std::to_string(r) + ": " + result.status().to_string());
+    }
+    results[static_cast<size_t>(r)] = std::move(*result);
+  });
+  for (int r = 1; r < ranks(); ++r)
+    if (results[static_cast<size_t>(r)].tokens != results[0].tokens)
+      fail("rank " + std::to_string(r) + " generated other tokens than rank 0: the ranks disagree");
+  return std::move(results[0]);
+}
+
+std::string RankEngines::gpu() const { return info().gpu + " x" + std::to_string(ranks()); }
 
 }  // namespace agentcompile::tools

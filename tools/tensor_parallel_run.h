@@ -1,7 +1,10 @@
-// `run --tensor-parallel N` with N > 1: one engine per GPU, each on a thread of its own, generating
-// the same prompt in lockstep (their all_reduce / all_gather meet in NCCL); rank 0's result is the run's.
+// `run` and `bench` with --tensor-parallel N > 1: one engine per GPU, each loaded on a thread of its
+// own (their NCCL communicators meet in ncclCommInitRank), and every request run on all of them at once,
+// one thread per rank, in lockstep (their all_reduce / all_gather meet in NCCL). Rank 0's result is the
+// request's.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,14 +13,24 @@
 
 namespace agentcompile::tools {
 
-struct RanksResult {
-  GenerateResult result;  // rank 0's
-  std::string gpu;        // rank 0's GPU
-  std::string all_reduce; // decode's all-reduce transport (EngineInfo::all_reduce), the same on every rank
-};
+class RankEngines {
+ public:
+  // Artifacts first (--artifact DIR/rank<r>, or each rank's own compiled on first use, before this
+  // process touches a GPU), then every rank's engine at once. A rank that cannot load ends the process
+  // with its error: the other ranks may be waiting for it in NCCL, where nothing can reach them.
+  static std::unique_ptr<RankEngines> load_or_fail(const EngineFlags& flags, bool quiet);
+  ~RankEngines();  // the ranks' engines are released together, each on a thread of its own
 
-// Fails the command (naming the rank) when a rank cannot load or generate, or when the ranks' tokens
-// differ (they sample the same gathered logits, so they must not).
-RanksResult generate_on_ranks(const EngineFlags& flags, const std::vector<int32_t>& prompt, const GenerateOptions& options, bool quiet);
+  // Every rank generates the request; fails the command (naming the rank) when one fails or when the
+  // ranks' tokens differ (they sample the same gathered logits, so they must not).
+  GenerateResult generate_or_fail(const std::vector<int32_t>& prompt, const GenerateOptions& options);
+
+  const EngineInfo& info() const { return engines_.front()->info(); }  // rank 0's
+  std::string gpu() const;  // rank 0's GPU and the rank count: "NVIDIA H200 x2"
+  int ranks() const { return static_cast<int>(engines_.size()); }
+
+ private:
+  std::vector<std::unique_ptr<Engine>> engines_;
+};
 
 }  // namespace agentcompile::tools

@@ -93,6 +93,8 @@ struct EngineInfo {
   bool programmatic_launch = false;   // in effect (requested and supported by the GPU)
   int64_t batch_slots = 0;            // sequences decode_rows() serves (EngineOptions::batch_slots)
   std::string all_reduce;             // tensor parallelism: "nccl", or "peer" (small rows over peer memory); "" without
+  double all_reduce_us = 0;           // one decode-row all-reduce on that transport, timed at load (the ranks' mean); 0 at one rank
+  int64_t decode_all_reduces = 0;     // all-reduces in one decode step
 };
 
 // Rows one decode_rows() call takes: the largest batch bucket decode_batch is compiled for (plan/sizes.cpp).

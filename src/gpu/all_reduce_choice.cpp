@@ -49,19 +49,22 @@ Expected<double> time_captured(const std::function<Status()>& call, CUstream str
 
 }  // namespace
 
-Expected<AllReduceTimes> time_all_reduces(NcclCommunicator& communicator, PeerAllReduce& peer, size_t count, ir::DType dtype,
+Expected<AllReduceTimes> time_all_reduces(NcclCommunicator& communicator, PeerAllReduce* peer, size_t count, ir::DType dtype,
                                           CUstream stream) {
-  if (!PeerAllReduce::takes(count, dtype))
+  if (peer && !PeerAllReduce::takes(count, dtype))
     return error(ErrorCode::kInvalidArgument, "timing all-reduces of " + std::to_string(count) + " " + std::string(ir::dtype_name(dtype)) +
                                                   " elements: the peer kernel does not take them");
   AC_ASSIGN_OR_RETURN(DeviceBuffer row, DeviceBuffer::allocate(count * ir::dtype_size(dtype)));
   AC_TRY(cuda_status(api().MemsetD8Async(row.ptr(), 0, count * ir::dtype_size(dtype), stream), "clear the timed row"));
   // One eager call of each first: NCCL sets up its connections lazily, on a rank's first collective.
   AC_TRY(communicator.all_reduce_sum(row.ptr(), row.ptr(), count, dtype, stream));
-  AC_TRY(peer.all_reduce_sum(row.ptr(), row.ptr(), count, dtype, stream));
+  if (peer) AC_TRY(peer->all_reduce_sum(row.ptr(), row.ptr(), count, dtype, stream));
   AC_ASSIGN_OR_RETURN(double nccl_us,
                       time_captured([&] { return communicator.all_reduce_sum(row.ptr(), row.ptr(), count, dtype, stream); }, stream));
-  AC_ASSIGN_OR_RETURN(double peer_us, time_captured([&] { return peer.all_reduce_sum(row.ptr(), row.ptr(), count, dtype, stream); }, stream));
+  double peer_us = 0;
+  if (peer) {
+    AC_ASSIGN_OR_RETURN(peer_us, time_captured([&] { return peer->all_reduce_sum(row.ptr(), row.ptr(), count, dtype, stream); }, stream));
+  }
   // The ranks' sums, so every rank compares the same two numbers.
   const std::vector<float> mine{static_cast<float>(nccl_us), static_cast<float>(peer_us)};
   AC_ASSIGN_OR_RETURN(DeviceBuffer times, DeviceBuffer::allocate(sizeof(float) * mine.size()));

@@ -19,13 +19,14 @@ class PeerAllReduce;
 
 struct AllReduceTimes {
   double nccl_us = 0;  // one all-reduce, the ranks' mean
-  double peer_us = 0;
-  bool peer_faster() const { return peer_us < nccl_us; }
+  double peer_us = 0;  // 0: the peer kernel was not timed
+  bool peer_faster() const { return peer_us > 0 && peer_us < nccl_us; }
 };
 
 // Every rank at once, before `peer` is handed to the communicator (so NCCL's time is NCCL's): `count`
-// elements of `dtype`, the row a decode step sums.
-Expected<AllReduceTimes> time_all_reduces(NcclCommunicator& communicator, PeerAllReduce& peer, size_t count, ir::DType dtype,
+// elements of `dtype`, the row a decode step sums. `peer` may be null (every rank alike): NCCL alone is
+// timed, so a run on NCCL still knows what its all-reduces cost.
+Expected<AllReduceTimes> time_all_reduces(NcclCommunicator& communicator, PeerAllReduce* peer, size_t count, ir::DType dtype,
                                           CUstream stream);
 
 }  // namespace agentcompile::gpu

@@ -100,45 +100,51 @@ bool uses_library(const runtime::LoadedArtifact& artifact) {
 // Decode's small all-reduces go over peer memory where every rank can reach the others and the peer
 // kernel is the faster of the two on this machine (gpu/all_reduce_choice.h: both timed on a decode row,
 // every rank deciding alike); otherwise, and for every larger all-reduce, NCCL. AGENTCOMPILE_PEER_ALL_REDUCE
-// set to 0 keeps everything on NCCL, set to 1 takes the peer kernel without timing it. Returns
-// EngineInfo::all_reduce's word. A timing that fails is an error, not a quiet NCCL: the other ranks may
-// have timed and chosen the peer kernel, and a rank on another transport would leave them waiting.
-Expected<std::string> choose_all_reduce(gpu::NcclCommunicator& communicator, const std::vector<char>& peer_cubin, const frontend::ModelConfig& c,
-                              gpu::CudaContext& context, int device, bool programmatic, const std::function<void(const std::string&)>& say) {
+// set to 0 keeps everything on NCCL, set to 1 takes the peer kernel whatever the timing says. The chosen
+// transport's decode row is timed on every path, forced or not (EngineInfo::all_reduce_us). A timing
+// that fails is an error, not a quiet NCCL: the other ranks may have timed and chosen the peer kernel,
+// and a rank on another transport would leave them waiting. `peer_cubin` is null where the artifact
+// predates the peer kernel.
+struct AllReduceChoice {
+  std::string transport;  // EngineInfo::all_reduce's word
+  double us = 0;          // one decode-row all-reduce on it, the ranks' mean
+};
+
+Expected<AllReduceChoice> choose_all_reduce(gpu::NcclCommunicator& communicator, const std::vector<char>* peer_cubin,
+                                            const frontend::ModelConfig& c, gpu::CudaContext& context, int device, bool programmatic,
+                                            const std::function<void(const std::string&)>& say) {
   const char* forced = std::getenv("AGENTCOMPILE_PEER_ALL_REDUCE");
   const std::string force = forced ? forced : "";
-  if (force == "0") {
-    say("tensor parallel: every all-reduce over NCCL (AGENTCOMPILE_PEER_ALL_REDUCE=0)");
-    return std::string("nccl");
-  }
-  auto peer = gpu::PeerAllReduce::create(communicator, peer_cubin, context.stream(), device);
-  if (!peer) {
-    say("tensor parallel: every all-reduce over NCCL (" + peer.status().message() + ")");  // every rank alike
-    return std::string("nccl");
-  }
+  const auto row = static_cast<size_t>(c.hidden_size);
+  const std::string row_words = "a decode row of " + std::to_string(row) + " " + std::string(ir::dtype_name(c.dtype));
+  auto microseconds = [](double us) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f us", us);
+    return std::string(text);
+  };
+  auto nccl_only = [&](const std::string& why) -> Expected<AllReduceChoice> {
+    AC_ASSIGN_OR_RETURN(const gpu::AllReduceTimes times, gpu::time_all_reduces(communicator, nullptr, row, c.dtype, context.stream()));
+    say("tensor parallel: every all-reduce over NCCL (" + why + "; " + row_words + ": " + microseconds(times.nccl_us) + ")");
+    return AllReduceChoice{"nccl", times.nccl_us};
+  };
+  if (force == "0") return nccl_only("AGENTCOMPILE_PEER_ALL_REDUCE=0");
+  if (!peer_cubin) return nccl_only("the artifact predates the peer all-reduce kernel");
+  auto peer = gpu::PeerAllReduce::create(communicator, *peer_cubin, context.stream(), device);
+  if (!peer) return nccl_only(peer.status().message());  // every rank alike
   (*peer)->set_programmatic(programmatic);
   const std::string limit = std::to_string(gpu::PeerAllReduce::kMaxBytes >> 10) + " KiB";
-  if (force != "1") {
-    const auto row = static_cast<size_t>(c.hidden_size);
-    if (!gpu::PeerAllReduce::takes(row, c.dtype)) {  // the same on every rank: one config
-      say("tensor parallel: every all-reduce over NCCL (a decode row is larger than the peer kernel's " + limit + ")");
-      return std::string("nccl");
-    }
-    auto times = gpu::time_all_reduces(communicator, **peer, row, c.dtype, context.stream());
-    if (!times) return times.status().with_context("timing decode's all-reduce on NCCL and on the peer kernel");
-    char measured[160];
-    std::snprintf(measured, sizeof measured, "a decode row of %zu %s: NCCL %.1f us, peer kernel %.1f us", row,
-                  std::string(ir::dtype_name(c.dtype)).c_str(), times->nccl_us, times->peer_us);
-    if (!times->peer_faster()) {
-      say(std::string("tensor parallel: every all-reduce over NCCL (") + measured + ")");
-      return std::string("nccl");
-    }
-    say(std::string("tensor parallel: all-reduces up to ") + limit + " over peer memory, larger over NCCL (" + measured + ")");
-  } else {
-    say("tensor parallel: all-reduces up to " + limit + " over peer memory, larger over NCCL (AGENTCOMPILE_PEER_ALL_REDUCE=1)");
+  if (!gpu::PeerAllReduce::takes(row, c.dtype))  // the same on every rank: one config
+    return nccl_only(row_words + " is larger than the peer kernel's " + limit);
+  AC_ASSIGN_OR_RETURN(const gpu::AllReduceTimes times, gpu::time_all_reduces(communicator, peer->get(), row, c.dtype, context.stream()));
+  const std::string measured = row_words + ": NCCL " + microseconds(times.nccl_us) + ", peer kernel " + microseconds(times.peer_us);
+  if (force != "1" && !times.peer_faster()) {
+    say("tensor parallel: every all-reduce over NCCL (" + measured + ")");
+    return AllReduceChoice{"nccl", times.nccl_us};
   }
+  say("tensor parallel: all-reduces up to " + limit + " over peer memory, larger over NCCL (" +
+      (force == "1" ? "AGENTCOMPILE_PEER_ALL_REDUCE=1; " : "") + measured + ")");
   communicator.use_peer_all_reduce(std::move(*peer));
-  return std::string("peer");
+  return AllReduceChoice{"peer", times.peer_us};
 }
 
 }  // namespace
@@ -224,12 +230,12 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     if (library_) library_->set_communicator(communicator_.get());
     if (ranks > 1) {
       const auto peer_cubin = artifact_.runtime_cubins.find(emit::kPeerAllReduceKernel.role);
-      if (peer_cubin == artifact_.runtime_cubins.end()) {
-        say("tensor parallel: every all-reduce over NCCL (the artifact predates the peer all-reduce kernel)");
-      } else {
-        const bool programmatic = options.programmatic_launch && context_->info().sm_major >= 9;
-        AC_ASSIGN_OR_RETURN(info.all_reduce, choose_all_reduce(*communicator_, peer_cubin->second, c, *context_, options.device, programmatic, say));
-      }
+      const bool programmatic = options.programmatic_launch && context_->info().sm_major >= 9;
+      AC_ASSIGN_OR_RETURN(const AllReduceChoice choice,
+                          choose_all_reduce(*communicator_, peer_cubin == artifact_.runtime_cubins.end() ? nullptr : &peer_cubin->second, c,
+                                            *context_, options.device, programmatic, say));
+      info.all_reduce = choice.transport;
+      info.all_reduce_us = choice.us;
     }
   }
   say("uploading weights (" + std::to_string(runtime::DeviceWeights::bytes_needed(module_) >> 20) + " MiB)");
@@ -253,6 +259,7 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
 
   info.weight_bytes = static_cast<int64_t>(weights_.bytes());
   info.decode_weight_bytes = static_cast<int64_t>(analysis::weight_traffic(module_, "decode").bytes);
+  for (const ir::Node& node : decode_fn->nodes) info.decode_all_reduces += node.op == ir::OpKind::kAllReduce ? 1 : 0;
   info.weight_formats = options.compile.quantize.empty() ? (options.compile.dequantize ? "--dequantize" : "as stored")
                                                          : "--quantize " + options.compile.quantize;
   info.kv_cache_bytes = static_cast<int64_t>(cache_.bytes());

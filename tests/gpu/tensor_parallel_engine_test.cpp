@@ -134,6 +134,7 @@ void two_ranks_match_one(const std::string& transport) {
   ASSERT_TRUE(id) << id.status().to_string();
   std::vector<std::vector<int32_t>> tokens(2);
   std::vector<std::string> chosen(2);
+  std::vector<EngineInfo> infos(2);
   std::vector<std::thread> threads;
   if (!transport.empty()) setenv("AGENTCOMPILE_PEER_ALL_REDUCE", transport.c_str(), 1);
   for (int r = 0; r < 2; ++r)
@@ -141,6 +142,7 @@ void two_ranks_match_one(const std::string& transport) {
       auto engine = load(2, r, *id);
       if (!engine) return;
       chosen[static_cast<size_t>(r)] = engine->info().all_reduce;
+      infos[static_cast<size_t>(r)] = engine->info();
       tokens[static_cast<size_t>(r)] = greedy(*engine);
     });
   for (auto& thread : threads) thread.join();
@@ -152,6 +154,18 @@ void two_ranks_match_one(const std::string& transport) {
     std::printf("measured choice of decode's all-reduce transport: %s\n", chosen[0].c_str());
   }
   EXPECT_EQ(chosen[0], chosen[1]) << "the ranks chose different all-reduce transports";
+  // Whatever the transport and however it was chosen, its decode-row all-reduce was timed (the ranks'
+  // mean, so the same on both), and a decode step makes two per layer (o_proj's and down's).
+  auto config = frontend::read_hf_config(fs::path(AC_SOURCE_DIR) / "tests/fixtures/configs/small-qwen3.json");
+  ASSERT_TRUE(config) << config.status().to_string();
+  for (const EngineInfo& info : infos) {
+    EXPECT_GT(info.all_reduce_us, 0.0) << "transport " << info.all_reduce;
+    EXPECT_LT(info.all_reduce_us, 1000.0) << "transport " << info.all_reduce;
+    EXPECT_EQ(info.decode_all_reduces, 2 * config->num_layers);
+  }
+  EXPECT_EQ(infos[0].all_reduce_us, infos[1].all_reduce_us) << "the ranks' mean is one number";
+  std::printf("decode-row all-reduce over %s: %.1f us, %lld per decode step\n", chosen[0].c_str(), infos[0].all_reduce_us,
+              static_cast<long long>(infos[0].decode_all_reduces));
   EXPECT_EQ(tokens[0], tokens[1]) << "the ranks sample the same gathered logits";
   EXPECT_EQ(tokens[0], one);
 }
