@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "engine_flags.h"
+#include "tensor_parallel_run.h"
 #include "agentcompile/first_use.h"
 #include "frontend/model_source.h"
 #include "serve/cpu_backend.h"
@@ -64,6 +65,8 @@ std::string default_model_id(const std::string& model) {
 
 std::unique_ptr<serve::Backend> open_backend(const ServeFlags& flags) {
   if (flags.cpu) {
+    if (flags.engine.tensor_parallel > 1)
+      fail("--tensor-parallel " + std::to_string(flags.engine.tensor_parallel) + " splits the model over GPUs; --cpu serves it whole");
     auto source = frontend::open_model(flags.engine.model, /*with_weights=*/false);
     if (!source) fail(source.status().to_string());
     serve::CpuBackendOptions options;
@@ -77,6 +80,20 @@ std::unique_ptr<serve::Backend> open_backend(const ServeFlags& flags) {
     auto backend = serve::CpuBackend::open(options);
     if (!backend) fail(backend.status().to_string());
     return std::move(*backend);
+  }
+  if (flags.engine.tensor_parallel > 1) {
+    // One sequence at a time over the ranks (batched decode is planned for one GPU so far).
+    if (flags.max_concurrency > 1)
+      fail("--tensor-parallel " + std::to_string(flags.engine.tensor_parallel) + " serves one sequence at a time so far: --max-concurrency 1");
+    std::shared_ptr<RankEngines> ranks = RankEngines::load_or_fail(flags.engine, /*quiet=*/false);
+    serve::SequenceEngine engine;
+    engine.info = ranks->info();
+    engine.info.gpu = ranks->gpu();
+    engine.generate = [raw = ranks.get()](std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
+      return raw->generate(prompt, options, on_token);
+    };
+    engine.owner = std::move(ranks);
+    return std::make_unique<serve::EngineBackend>(std::move(engine));
   }
   if (flags.max_concurrency > 1) {
     // Batched decode: decode_batch compiled (on first use) beside prefill and decode, a KV slot per sequence.

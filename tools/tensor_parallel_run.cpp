@@ -9,6 +9,7 @@
 
 #include "agentcompile/first_use.h"
 #include "commands.h"
+#include "runtime/rank_lockstep.h"
 
 namespace agentcompile::tools {
 
@@ -75,11 +76,16 @@ RankEngines::~RankEngines() {
   on_every_rank(ranks(), [this](int r) { engines_[static_cast<size_t>(r)].reset(); });
 }
 
-GenerateResult RankEngines::generate_or_fail(const std::vector<int32_t>& prompt, const GenerateOptions& options) {
+Expected<GenerateResult> RankEngines::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
   std::vector<GenerateResult> results(engines_.size());
+  runtime::RankLockstep lockstep;
   std::mutex lines;
   on_every_rank(ranks(), [&](int r) {
-    auto result = engines_[static_cast<size_t>(r)]->generate(prompt, options, {});
+    size_t next = 0;
+    TokenCallback callback = r == 0 ? TokenCallback([&](int32_t token) { return lockstep.decide(on_token ? on_token(token) : true); })
+                                    : TokenCallback([&](int32_t) { return lockstep.follow(next++); });
+    auto result = engines_[static_cast<size_t>(r)]->generate(prompt, options, callback);
+    if (r == 0) lockstep.leader_done();
     if (!result) {  // the other ranks may be waiting for this one in a collective
       std::lock_guard lock(lines);
       end_process("rank " + std::to_string(r) + ": " + result.status().to_string());
@@ -88,8 +94,14 @@ GenerateResult RankEngines::generate_or_fail(const std::vector<int32_t>& prompt,
   });
   for (int r = 1; r < ranks(); ++r)
     if (results[static_cast<size_t>(r)].tokens != results[0].tokens)
-      fail("rank " + std::to_string(r) + " generated other tokens than rank 0: the ranks disagree");
+      return error(ErrorCode::kInternal, "rank " + std::to_string(r) + " generated other tokens than rank 0: the ranks disagree");
   return std::move(results[0]);
+}
+
+GenerateResult RankEngines::generate_or_fail(const std::vector<int32_t>& prompt, const GenerateOptions& options) {
+  auto result = generate(prompt, options);
+  if (!result) fail(result.status().to_string());
+  return std::move(*result);
 }
 
 std::string RankEngines::gpu() const { return info().gpu + " x" + std::to_string(ranks()); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,12 @@ class RankEngines {
   static std::unique_ptr<RankEngines> load_or_fail(const EngineFlags& flags, bool quiet);
   ~RankEngines();  // the ranks' engines are released together, each on a thread of its own
 
-  // Every rank generates the request; fails the command (naming the rank) when one fails or when the
-  // ranks' tokens differ (they sample the same gathered logits, so they must not).
+  // Every rank generates the request; `on_token` sees rank 0's tokens and decides for every rank where
+  // the request stops (runtime/rank_lockstep.h). A rank that fails ends the process (the others may wait
+  // for it in a collective); ranks whose tokens differ (they sample the same gathered logits, so they
+  // must not) are an error.
+  Expected<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token = {});
+  // The same, failing the command on an error.
   GenerateResult generate_or_fail(const std::vector<int32_t>& prompt, const GenerateOptions& options);
 
   const EngineInfo& info() const { return engines_.front()->info(); }  // rank 0's

@@ -3,8 +3,25 @@
 
 namespace agentcompile::serve {
 
-EngineBackend::EngineBackend(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {
-  const EngineInfo& engine_info = engine_->info();
+namespace {
+
+SequenceEngine sequence_engine(std::unique_ptr<Engine> engine) {
+  SequenceEngine out;
+  out.info = engine->info();
+  std::shared_ptr<Engine> shared(std::move(engine));
+  out.generate = [raw = shared.get()](std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
+    return raw->generate(prompt, options, on_token);
+  };
+  out.owner = std::move(shared);
+  return out;
+}
+
+}  // namespace
+
+EngineBackend::EngineBackend(std::unique_ptr<Engine> engine) : EngineBackend(sequence_engine(std::move(engine))) {}
+
+EngineBackend::EngineBackend(SequenceEngine engine) : engine_(std::move(engine)) {
+  const EngineInfo& engine_info = engine_.info;
   info_.name = "gpu (" + engine_info.gpu + ", " + engine_info.dtype + ", one sequence at a time)";
   info_.max_sequences = 1;
   info_.max_context = engine_info.max_context;
@@ -42,7 +59,7 @@ Status EngineBackend::add(SequenceId id, SequenceStart start) {
 }
 
 void EngineBackend::generate(std::vector<int32_t> prompt, GenerateOptions options) {
-  auto result = engine_->generate(prompt, options, [this](int32_t token) {
+  auto result = engine_.generate(prompt, options, [this](int32_t token) {
     std::unique_lock lock(mutex_);
     ready_ = token;
     changed_.notify_all();

@@ -14,12 +14,17 @@
 // Sampling is the engine's, on the device: temperature, top-k, top-p and the seed. It has no presence
 // or frequency penalties and reports no log-probabilities, so info() says so and the server answers a
 // request that asks for them with a 400.
+//
+// What it runs is one engine, or the ranks of a tensor-parallel model run as one (`serve
+// --tensor-parallel N`: tools/tensor_parallel_run.h), behind the same generate call.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "agentcompile/engine.h"
@@ -27,9 +32,17 @@
 
 namespace agentcompile::serve {
 
+// A generator of one sequence at a time: Engine::generate's signature, called from one thread at a time.
+struct SequenceEngine {
+  EngineInfo info;
+  std::function<Expected<GenerateResult>(std::span<const int32_t>, const GenerateOptions&, const TokenCallback&)> generate;
+  std::shared_ptr<void> owner;  // what `generate` runs on, kept alive with the backend
+};
+
 class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(std::unique_ptr<Engine> engine);
+  explicit EngineBackend(SequenceEngine engine);
   ~EngineBackend() override;
 
   const BackendInfo& info() const override { return info_; }
@@ -41,7 +54,7 @@ class EngineBackend final : public Backend {
  private:
   void generate(std::vector<int32_t> prompt, GenerateOptions options);
 
-  std::unique_ptr<Engine> engine_;
+  SequenceEngine engine_;
   BackendInfo info_;
   std::optional<SequenceId> active_;
   std::thread worker_;
