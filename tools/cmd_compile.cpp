@@ -73,6 +73,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--quantize", options->quantize,
                   "Quantize a checkpoint's linear weights to nearest: int8[:bf16] (per output channel) or int4[:g32|:g64|:g128][:zp][:bf16] "
                   "(groups along K, default g128; zp: zero points; bf16: bf16 scales); the logits' projection keeps its dtype");
+  cmd->add_option("--quantize-head", options->quantize_head,
+                  "Quantize the LM head (the logits' projection) too, in the grammar of --quantize (e.g. int8); a head tied to the "
+                  "embedding table gets a quantized copy of its own");
   cmd->add_flag("--dequantize", options->dequantize, "GGUF: dequantize the file's blocks to the model's float type at load (f16 path; with --quantize: then quantized again)");
   cmd->add_option("--tensor-parallel", options->tensor_parallel,
                   "Compile the N rank modules of tensor parallelism (Megatron sharding), one artifact per rank in OUTPUT/rank<r>")

@@ -40,12 +40,18 @@ void print_weight_traffic(const frontend::ModelSource& source, const ir::Module&
   if (!module.find_function("decode")) return;
   std::printf("weight bytes read per decode token (decode floor = bytes / copy bandwidth):\n");
   auto line = [](const std::string& label, const analysis::WeightTraffic& t) {
-    std::printf("  %-26s %10.2f MB", label.c_str(), t.bytes / 1e6);
+    std::printf("  %-44s %10.2f MB", label.c_str(), t.bytes / 1e6);
     if (t.quantized_params > 0) std::printf("  (%lld quantized matrices, %.2f MB)", static_cast<long long>(t.quantized_params), t.quantized_bytes / 1e6);
     std::printf("\n");
   };
-  const std::string declared = source.formats.quantize ? "--quantize " + frontend::quantize_spec_text(*source.formats.quantize)
-                               : source.formats.dequantize ? "--dequantize" : "as stored";
+  auto flags = [](const std::string& quantize, const std::string& head) {
+    std::string text = quantize.empty() ? "" : "--quantize " + quantize;
+    if (!head.empty()) text += (text.empty() ? "" : " ") + ("--quantize-head " + head);
+    return text;
+  };
+  std::string declared = flags(source.formats.quantize ? frontend::quantize_spec_text(*source.formats.quantize) : "",
+                               source.formats.quantize_head ? frontend::quantize_spec_text(*source.formats.quantize_head) : "");
+  if (declared.empty()) declared = source.formats.dequantize ? "--dequantize" : "as stored";
   line(declared, analysis::weight_traffic(module, "decode"));
   if (source.format == frontend::ModelFormat::kCaptured) return;
   auto plain = frontend::build_module(source.config);
@@ -55,22 +61,28 @@ void print_weight_traffic(const frontend::ModelSource& source, const ir::Module&
     return;
   }
   if (!source.stored_quantized.empty()) return;
-  for (const char* spec : {"int8", "int4:g128", "int4:g64", "int4:g32"}) {
-    if (source.formats.quantize && frontend::quantize_spec_text(*source.formats.quantize) == spec) continue;
+  // The linear weights' formats, then with the LM head in int8 too (a tied head as a copy of its own).
+  const std::pair<const char*, const char*> choices[] = {{"int8", ""},     {"int4:g128", ""},     {"int4:g64", ""}, {"int4:g32", ""},
+                                                         {"", "int8"},     {"int8", "int8"},      {"int4:g128", "int8"}};
+  for (const auto& [spec, head] : choices) {
+    const std::string label = flags(spec, head);
+    if (label == declared) continue;
     frontend::WeightFormatOptions options;
-    options.quantize = frontend::parse_quantize_spec(spec).value();
+    if (*spec) options.quantize = frontend::parse_quantize_spec(spec).value();
+    if (*head) options.quantize_head = frontend::parse_quantize_spec(head).value();
     ir::Module copy = *plain;
     const Status status = frontend::apply_weight_formats(copy, {}, options, source.path.string());
     if (!status.is_ok()) {
-      std::printf("  %-26s (%s)\n", (std::string("--quantize ") + spec).c_str(), status.message().c_str());
+      std::printf("  %-44s (%s)\n", label.c_str(), status.message().c_str());
       continue;
     }
-    line(std::string("--quantize ") + spec, analysis::weight_traffic(copy, "decode"));
+    line(label, analysis::weight_traffic(copy, "decode"));
   }
 }
 
-void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out, const std::string& quantize, bool dequantize) {
-  auto formats = frontend::weight_format_options(quantize, dequantize, /*gpu=*/false);
+void run_inspect(const std::string& model_path, bool print_ir, const std::string& ir_out, const std::string& quantize,
+                 const std::string& quantize_head, bool dequantize) {
+  auto formats = frontend::weight_format_options(quantize, dequantize, /*gpu=*/false, quantize_head);
   if (!formats) fail(formats.status().to_string());
   auto source = frontend::open_model(model_path, /*with_weights=*/false, *formats);
   if (!source) fail(source.status().to_string());
@@ -136,10 +148,14 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--no-ir", *no_ir, "Skip printing the IR");
   cmd->add_option("--ir-out", *ir_out, "Also write the IR text to this file");
   auto quantize = std::make_shared<std::string>();
+  auto quantize_head = std::make_shared<std::string>();
   auto dequantize = std::make_shared<bool>(false);
   cmd->add_option("--quantize", *quantize, "Inspect the model with its linear weights quantized: int8[:bf16] or int4[:gG][:zp][:bf16]");
+  cmd->add_option("--quantize-head", *quantize_head, "Inspect the model with its LM head quantized too (e.g. int8)");
   cmd->add_flag("--dequantize", *dequantize, "GGUF: inspect the f16 path (the file's blocks dequantized)");
-  cmd->callback([model, no_ir, ir_out, quantize, dequantize] { run_inspect(*model, !*no_ir, *ir_out, *quantize, *dequantize); });
+  cmd->callback([model, no_ir, ir_out, quantize, quantize_head, dequantize] {
+    run_inspect(*model, !*no_ir, *ir_out, *quantize, *quantize_head, *dequantize);
+  });
 }
 
 }  // namespace agentcompile::tools

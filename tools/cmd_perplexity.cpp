@@ -31,7 +31,7 @@ struct PerplexityOptions {
   std::string text;
   int64_t window = 0;  // 0: min(512, the model's context)
   int64_t max_tokens = 0;
-  std::string quantize;
+  std::string quantize, quantize_head;
   bool dequantize = false;
   int threads = 0;
   bool json = false;
@@ -57,7 +57,7 @@ double token_nll(const float* logits, int64_t vocab, int32_t target) {
 
 void run_perplexity(const PerplexityOptions& flags) {
   PerplexityOptions options = flags;
-  auto formats = frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/false);
+  auto formats = frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/false, options.quantize_head);
   if (!formats) fail(formats.status().to_string());
   auto source = frontend::open_model(options.model, /*with_weights=*/true, *formats);
   if (!source) fail(source.status().to_string());
@@ -137,6 +137,7 @@ void add_perplexity_command(CLI::App& app) {
   cmd->add_option("--quantize", options->quantize,
                   "Linear weights quantized as `compile --quantize` does: int8[:bf16] or int4[:gG][:zp][:bf16] (a quantized GGUF "
                   "file needs --dequantize too)");
+  cmd->add_option("--quantize-head", options->quantize_head, "The LM head quantized too, as `compile --quantize-head` does (e.g. int8)");
   cmd->add_flag("--dequantize", options->dequantize, "GGUF: the file's blocks dequantized at load");
   cmd->add_option("--threads", options->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, ir::ThreadPool::kMaxThreads));
   cmd->add_flag("--json", options->json, "Print one JSON object");

@@ -23,6 +23,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
                "Use the artifact that also holds decode_batch (compile --batch-decode; compiled on first use); serve --max-concurrency N > 1 implies it");
   cmd.add_option("--quantize", flags.quantize,
                  "Run the checkpoint with its linear weights quantized (as `compile --quantize`): int8[:bf16] or int4[:gG][:zp][:bf16]");
+  cmd.add_option("--quantize-head", flags.quantize_head, "Run the LM head quantized too (as `compile --quantize-head`), e.g. int8");
   cmd.add_flag("--dequantize", flags.dequantize, "GGUF: run the f16 path, the file's blocks dequantized at load (with --quantize: then quantized again)");
   cmd.add_option("--max-candidates", flags.max_candidates, "Candidates per region when compiling on first use")->check(CLI::Range(1, 64));
   cmd.add_option("--tensor-parallel", flags.tensor_parallel,
@@ -45,6 +46,7 @@ EngineOptions engine_options(const EngineFlags& flags) {
   options.compile.library_matmuls = flags.cublas_matmuls;
   options.compile.batch_decode = flags.batch_decode;
   options.compile.quantize = flags.quantize;
+  options.compile.quantize_head = flags.quantize_head;
   options.compile.dequantize = flags.dequantize;
   options.compile.tensor_parallel = flags.tensor_parallel;
   if (flags.tensor_parallel >= 1 && !flags.artifact.empty()) options.artifact = std::filesystem::path(flags.artifact) / "rank0";

@@ -18,6 +18,7 @@ struct EngineFlags {
   bool unfused = false, cublas_matmuls = false;  // compile ablations (a separate cached artifact each)
   bool batch_decode = false;                      // the artifact also holds decode_batch (compile --batch-decode)
   std::string quantize;                          // weight formats (CompileOptions::quantize); the engine runs the same module
+  std::string quantize_head;                     // CompileOptions::quantize_head
   bool dequantize = false;
   int max_candidates = 8;
   int tensor_parallel = 0;                       // ranks (0: the whole model on one GPU; 1: the tensor-parallel path on one GPU)

@@ -40,6 +40,9 @@ struct CompileOptions {
   // (round to nearest, frontend/weight_formats.h); "" keeps them as stored. A GGUF file's blocks run
   // in their own formats unless `dequantize` (today's f16 path).
   std::string quantize;
+  // The LM head (the logits' projection) in a format of the same grammar; "" keeps it as stored. A head
+  // tied to the embedding table is quantized as a copy of its own; the embedding keeps the table's dtype.
+  std::string quantize_head;
   bool dequantize = false;
   std::filesystem::path output;       // artifact directory
   std::filesystem::path cache_dir;    // NVRTC cubins, artifacts and the tuning database; empty: ~/.cache/agentcompile

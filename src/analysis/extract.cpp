@@ -74,8 +74,9 @@ Expected<ir::Module> extract_region(const ir::Module& module, const ir::Function
     // by name when the artifact runs, and admission draws its own values for them, so the source the rows
     // come from is not part of the region. A rank's shard of a checkpoint tensor (tensor parallelism) is
     // likewise a whole weight of the rank's shape to the region: which part of the checkpoint it is
-    // matters only when the runtime loads it.
+    // matters only when the runtime loads it, and so is a copy of another tensor in a format of its own.
     ir::ParamDecl param = *module.find_param(name);
+    param.values_of.clear();
     param.alias_of.clear();
     param.alias_row = 0;
     param.shard_ranges.clear();

@@ -104,9 +104,11 @@ std::string region_advice(const CompiledRegion& r) {
 std::string weights_section(const nlohmann::json& w) {
   if (w.is_null()) return "";
   std::string out = "## Weights\n\n";
-  const std::string quantize = w.value("quantize", std::string());
+  const std::string quantize = w.value("quantize", std::string()), head = w.value("quantize_head", std::string());
   out += quantize.empty() ? (w.value("dequantize", false) ? "GGUF blocks dequantized at load (`--dequantize`)" : "As stored")
-                          : "Linear weights quantized to nearest, `--quantize " + quantize + "` (the logits' projection keeps its dtype)";
+                          : "Linear weights quantized to nearest, `--quantize " + quantize + "`";
+  out += head.empty() ? (quantize.empty() ? "" : " (the logits' projection keeps its dtype)")
+                      : std::string(quantize.empty() ? "; " : ", ") + "the logits' projection `--quantize-head " + head + "`";
   out += ": " + fmt("%.2f MB", w.value("decode_bytes_per_token", 0.0) / 1e6) + " of weights read per decode token, " +
          fmt("%.2f MB", w.value("quantized_bytes_per_token", 0.0) / 1e6) + " of them in " +
          std::to_string(w.value("quantized_matrices", 0)) + " quantized matrices.\n\n";

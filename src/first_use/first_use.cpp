@@ -19,7 +19,8 @@ struct OpenedModel {
 Expected<OpenedModel> open_for_runtime(const EngineOptions& options) {
   OpenedModel opened;
   AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats,
-                      frontend::weight_format_options(options.compile.quantize, options.compile.dequantize, /*gpu=*/true));
+                      frontend::weight_format_options(options.compile.quantize, options.compile.dequantize, /*gpu=*/true,
+                                                                      options.compile.quantize_head));
   AC_ASSIGN_OR_RETURN(opened.source, frontend::open_model(options.model, /*with_weights=*/true, formats));
   AC_ASSIGN_OR_RETURN(opened.module, emit::model_module(opened.source, options.compile.batch_decode,
                                                        {options.compile.tensor_parallel, options.compile.rank}));

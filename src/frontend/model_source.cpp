@@ -69,11 +69,13 @@ Status note_stored_formats(ModelSource& source, const WeightStore& store) {
       source.stored_quantized[tensor.name] = tensor.dtype;
       types.insert(std::string(ir::dtype_name(tensor.dtype)));
     }
-  if (!source.formats.quantize || source.formats.dequantize || types.empty()) return Status::ok();
+  const auto& formats = source.formats;
+  if ((!formats.quantize && !formats.quantize_head) || formats.dequantize || types.empty()) return Status::ok();
   std::string names;
   for (const std::string& type : types) names += (names.empty() ? "" : ", ") + type;
-  return error(ErrorCode::kInvalidArgument, source.path.string() + ": --quantize " + quantize_spec_text(*source.formats.quantize) +
-                                                ": this GGUF file is already quantized (" + names +
+  const std::string flag = formats.quantize ? "--quantize " + quantize_spec_text(*formats.quantize)
+                                            : "--quantize-head " + quantize_spec_text(*formats.quantize_head);
+  return error(ErrorCode::kInvalidArgument, source.path.string() + ": " + flag + ": this GGUF file is already quantized (" + names +
                                                 "); it runs in its own formats (or dequantized with --dequantize), and quantizing it "
                                                 "again adds a second rounding error (--dequantize --quantize asks for that)");
 }
@@ -119,8 +121,8 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights, const 
     return error(ErrorCode::kUnsupported, path.string() + ": not a model: expected a directory, a config .json or a .gguf file");
   if (is_capture_dir(path)) {
     source.format = ModelFormat::kCaptured;
-    if (formats.quantize)
-      return error(ErrorCode::kUnsupported, path.string() + ": --quantize applies to Hugging Face checkpoints and GGUF files, "
+    if (formats.quantize || formats.quantize_head)
+      return error(ErrorCode::kUnsupported, path.string() + ": --quantize and --quantize-head apply to Hugging Face checkpoints and GGUF files, "
                                                             "whose graphs the builders write; this is a module captured from PyTorch");
     AC_ASSIGN_OR_RETURN(source.capture, read_capture_manifest(path));
     AC_ASSIGN_OR_RETURN(source.captured, read_captured_module(path, *source.capture));

@@ -102,14 +102,118 @@ std::set<std::string> aliased(const ir::Module& module) {
   return names;
 }
 
+// A name for a new parameter (`wanted`, or `wanted` with a number) that no parameter has yet.
+std::string free_param_name(const ir::Module& module, const std::string& wanted) {
+  std::string name = wanted;
+  for (int k = 1; module.find_param(name); ++k) name = wanted + "." + std::to_string(k);
+  return name;
+}
+
+// Inserts before node `at` of `f` a weight node reading `param` (of `type`) and makes it operand
+// `operand` of that node; the nodes after it move one place, and their values' producers with them.
+void read_weight_before(ir::Function& f, size_t at, size_t operand, const std::string& param, const ir::TensorType& type) {
+  std::set<std::string> names;
+  for (const ir::Value& v : f.values) names.insert(v.name);
+  std::string name = "lm_head";
+  for (int k = 1; names.count(name); ++k) name = "lm_head." + std::to_string(k);
+  for (ir::Value& v : f.values)
+    if (v.producer >= static_cast<int32_t>(at)) ++v.producer;
+  const auto id = static_cast<ir::ValueId>(f.values.size());
+  f.values.push_back(ir::Value{name, type, static_cast<int32_t>(at)});
+  ir::Node node;
+  node.op = ir::OpKind::kWeight;
+  node.attrs["name"] = param;
+  node.result = id;
+  node.loc = f.nodes[at].loc;
+  f.nodes.insert(f.nodes.begin() + static_cast<std::ptrdiff_t>(at), std::move(node));
+  f.nodes[at + 1].operands[operand] = id;
+  // Values in definition order again (arguments, then node results), as a parsed function has them.
+  std::vector<ir::ValueId> renamed(f.values.size(), ir::kNoValue);
+  std::vector<ir::Value> values;
+  auto define = [&](ir::ValueId old) {
+    renamed[static_cast<size_t>(old)] = static_cast<ir::ValueId>(values.size());
+    values.push_back(f.values[static_cast<size_t>(old)]);
+  };
+  for (ir::ValueId arg : f.args) define(arg);
+  for (const ir::Node& n : f.nodes) define(n.result);
+  for (ir::ValueId& arg : f.args) arg = renamed[static_cast<size_t>(arg)];
+  for (ir::Node& n : f.nodes) {
+    n.result = renamed[static_cast<size_t>(n.result)];
+    for (ir::ValueId& v : n.operands) v = renamed[static_cast<size_t>(v)];
+  }
+  for (ir::ValueId& r : f.results) r = renamed[static_cast<size_t>(r)];
+  f.values = std::move(values);
+}
+
+// The output projections of `f` that read `table` (linears whose weight operand is a weight node of it
+// and whose result is a function result) read `copy` instead, through a weight node of their own.
+void redirect_head_reads(ir::Function& f, const std::string& table, const std::string& copy, const ir::TensorType& type) {
+  std::vector<std::vector<size_t>> readers(f.values.size());
+  for (size_t i = 0; i < f.nodes.size(); ++i)
+    for (ir::ValueId operand : f.nodes[i].operands) readers[static_cast<size_t>(operand)].push_back(i);
+  std::vector<size_t> heads;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const ir::Node& node = f.nodes[i];
+    if (node.op != ir::OpKind::kLinear || node.operands.size() < 2) continue;
+    const int32_t producer = f.value(node.operands[1]).producer;
+    if (producer < 0) continue;
+    const ir::Node& weight = f.nodes[static_cast<size_t>(producer)];
+    if (weight.op == ir::OpKind::kWeight && weight.string_attr("name") == table && reaches_result(f, node.result, readers)) heads.push_back(i);
+  }
+  for (auto it = heads.rbegin(); it != heads.rend(); ++it) read_weight_before(f, *it, 1, copy, type);  // last first: indices hold
+}
+
+// --quantize-head: the output projections (a parameter read as a linear's weight whose result is the
+// function's, the logits) in `format`. An untied head is declared in it. A head tied to the embedding
+// table gets a copy of the table's values of its own, in that format (ir::ParamDecl::values_of), read
+// by the head's linears alone; the embedding keeps gathering the table's rows in the checkpoint's dtype.
+Status quantize_heads(ir::Module& module, const std::map<std::string, ParamReads>& reads, const std::set<std::string>& in_alias, DType format,
+                      const std::string& source) {
+  bool any = false;
+  for (size_t i = 0; i < module.params.size(); ++i) {  // by index: a tied head's copy is appended
+    const std::string name = module.params[i].name;
+    const auto it = reads.find(name);
+    if (it == reads.end() || !it->second.output_projection) continue;
+    const ir::TensorType type = module.params[i].type;
+    const std::string at = source + ": --quantize-head " + quantize_spec_text(format) + ": the LM head @" + name + " " + type.to_string();
+    if (in_alias.count(name) || type.shape.size() != 2)
+      return error(ErrorCode::kUnsupported, at + " is not a matrix of its own (an alias or a fused tensor)");
+    if (!ir::is_float(type.dtype))
+      return error(ErrorCode::kInvalidArgument, at + " is stored as " + std::string(ir::dtype_name(type.dtype)) +
+                                                    " already; --quantize-head applies to float heads (a GGUF file's with --dequantize)");
+    if (std::string problem = ir::row_length_problem(format, type.shape[1].value); !problem.empty())
+      return error(ErrorCode::kInvalidArgument, at + ": " + problem + " (choose a group size that divides " + std::to_string(type.shape[1].value) + ")");
+    any = true;
+    if (only_reads(it->second, {{ir::OpKind::kLinear, 1}})) {
+      set_format(module, module.params[i], format);
+      continue;
+    }
+    ir::ParamDecl copy{free_param_name(module, "lm_head.weight"), ir::TensorType{format, type.shape}};
+    copy.values_of = name;
+    const std::string copy_name = copy.name;
+    const ir::TensorType copy_type = copy.type;
+    module.params.push_back(std::move(copy));
+    for (ir::Function& f : module.functions) redirect_head_reads(f, name, copy_name, copy_type);
+  }
+  if (!any)
+    return error(ErrorCode::kInvalidArgument, source + ": --quantize-head " + quantize_spec_text(format) +
+                                                  ": no output projection (a linear whose result is the logits) reads a parameter of its own");
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string WeightFormatOptions::tag() const {
-  if (!quantize) return dequantize ? "dequantized" : "";
-  std::string text = quantize_spec_text(*quantize);
-  for (char& c : text)
-    if (c == ':') c = '-';
-  return dequantize ? "dequantized-" + text : text;
+  auto words = [](DType format) {
+    std::string text = quantize_spec_text(format);
+    for (char& c : text)
+      if (c == ':') c = '-';
+    return text;
+  };
+  std::string text = quantize ? words(*quantize) : "";
+  if (quantize_head) text += (text.empty() ? "" : "-") + std::string("head-") + words(*quantize_head);
+  if (!dequantize) return text;
+  return text.empty() ? "dequantized" : "dequantized-" + text;
 }
 
 Expected<DType> parse_quantize_spec(const std::string& text) {
@@ -157,7 +261,7 @@ bool gpu_reads_natively(DType format) {
   return kind == ir::QuantLayout::Kind::kInt8Channel || kind == ir::QuantLayout::Kind::kInt4Group;
 }
 
-Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu) {
+Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu, const std::string& quantize_head) {
   WeightFormatOptions options;
   options.dequantize = dequantize;
   options.gpu = gpu;
@@ -166,11 +270,21 @@ Expected<WeightFormatOptions> weight_format_options(const std::string& quantize,
     // With --dequantize too, a GGUF file's blocks are dequantized and its linear weights quantized
     // again from those values (asked for explicitly: it adds a second rounding error).
   }
+  if (!quantize_head.empty()) {
+    auto head = parse_quantize_spec(quantize_head);
+    if (!head) return error(ErrorCode::kInvalidArgument, "--quantize-head: " + head.status().message());
+    options.quantize_head = *head;
+  }
   return options;
 }
 
 Status apply_weight_formats(ir::Module& module, const std::map<std::string, DType>& stored, const WeightFormatOptions& options,
                             const std::string& source) {
+  if (options.quantize_head) {
+    // The head first, while it is still the float parameter the builder declared (a GGUF table kept in
+    // its blocks is refused there), then everything else.
+    AC_TRY(quantize_heads(module, param_reads(module), aliased(module), *options.quantize_head, source));
+  }
   if ((options.dequantize && !options.quantize) || (stored.empty() && !options.quantize)) return Status::ok();
   const std::map<std::string, ParamReads> reads = param_reads(module);
   const std::set<std::string> in_alias = aliased(module);

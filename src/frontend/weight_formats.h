@@ -20,6 +20,9 @@ namespace agentcompile::frontend {
 struct WeightFormatOptions {
   // Linear weights are quantized to this row format (i8_*, i4*); nullopt: kept as the checkpoint holds them.
   std::optional<ir::DType> quantize;
+  // The output projection (the LM head) in this row format; nullopt: as the checkpoint holds it. A head
+  // tied to the embedding table gets a copy of its own in this format (ir::ParamDecl::values_of).
+  std::optional<ir::DType> quantize_head;
   // GGUF: every tensor dequantized to the model's float type at load, as before native formats;
   // with `quantize` too, the linear weights are then quantized again from those values.
   bool dequantize = false;
@@ -37,8 +40,10 @@ struct WeightFormatOptions {
 Expected<ir::DType> parse_quantize_spec(const std::string& text);
 // The spelling parse_quantize_spec reads back: "int4:g128", "int8:bf16", "int4:g64:zp".
 std::string quantize_spec_text(ir::DType format);
-// The options of a compile's --quantize text ("" for none) and --dequantize flag; `gpu` as above.
-Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu);
+// The options of a compile's --quantize text ("" for none), --dequantize flag and --quantize-head text
+// (the same grammar as --quantize; "" for none); `gpu` as above.
+Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu,
+                                                    const std::string& quantize_head = "");
 
 // Whether the GPU kernel families read `format` as stored: the row formats (qgemv), not yet GGUF's
 // blocks (a GGUF file runs dequantized on the GPU until they do).
@@ -53,6 +58,8 @@ bool gpu_reads_natively(ir::DType format);
 //     format, except the output projection (a weight whose linear's result is a function result, through
 //     float casts at most): the logits stay in the checkpoint's precision, as AWQ and GPTQ keep
 //     lm_head. A parameter also read as an embedding table keeps its dtype.
+//   - options.quantize_head: the output projection in that format, tied or not (a tied head through a
+//     copy of the table, read by the head alone); first, before the GGUF and --quantize formats.
 // Errors name `source` and the parameter: a row length the format cannot store (a group size that does
 // not divide K).
 Status apply_weight_formats(ir::Module& module, const std::map<std::string, ir::DType>& stored, const WeightFormatOptions& options,

@@ -36,7 +36,7 @@ Status MemoryStore::read_f32(const std::string& name, std::vector<float>& out) c
 
 Status check_weights(const ir::Module& module, const WeightStore& store) {
   for (const auto& param : module.params) {
-    if (param.is_alias()) continue;  // rows of another parameter: checked through that one
+    if (param.is_alias() || param.is_copy()) continue;  // rows or values of another parameter: checked through that one
     const TensorInfo* info = store.find(param.name);
     if (!info) return error(ErrorCode::kNotFound, store.source() + ": missing tensor '" + param.name + "'");
     std::vector<int64_t> expected;  // a rank's part of a sharded tensor is checked against the whole tensor

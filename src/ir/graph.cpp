@@ -158,7 +158,7 @@ bool operator==(const Function& a, const Function& b) {
 }
 bool operator==(const ParamDecl& a, const ParamDecl& b) {
   return a.name == b.name && a.type == b.type && a.alias_of == b.alias_of && a.alias_row == b.alias_row &&
-         a.shard_ranges == b.shard_ranges && a.shard_axis == b.shard_axis && a.shard_of == b.shard_of;
+         a.shard_ranges == b.shard_ranges && a.shard_axis == b.shard_axis && a.shard_of == b.shard_of && a.values_of == b.values_of;
 }
 
 Shape ParamDecl::source_shape() const {

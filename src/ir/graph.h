@@ -80,8 +80,15 @@ struct ParamDecl {
   std::vector<Range> shard_ranges = {};
   int64_t shard_axis = 0;
   int64_t shard_of = 0;
+  // The checkpoint tensor whose values this parameter holds, where that is not `name`: a copy of another
+  // tensor in a format of its own (a tied LM head quantized apart from the embedding table it shares,
+  // frontend/weight_formats.h). Loaders read `values_of` and store it in this type; empty: `name`.
+  std::string values_of = {};
   bool is_alias() const { return !alias_of.empty(); }
   bool is_shard() const { return !shard_ranges.empty(); }
+  bool is_copy() const { return !values_of.empty(); }
+  // The checkpoint tensor a loader reads for this parameter.
+  const std::string& checkpoint_name() const { return values_of.empty() ? name : values_of; }
   // The checkpoint tensor's shape: this type's, with the sharded axis whole.
   Shape source_shape() const;
 };

@@ -178,7 +178,7 @@ struct Interpreter::Impl {
     support::checked_bytes(static_cast<uint64_t>(static_elements(param.type.shape)), 4, bytes);
     AC_TRY(support::check_host_allocation(bytes, "weight '" + name + "' " + param.type.to_string(), held));
     std::vector<float> data;
-    Status status = loader(name, data);
+    Status status = loader(param.checkpoint_name(), data);
     if (!status.is_ok()) return status.with_context("loading weight " + name);
     if (param.is_shard()) {  // the loader gives the whole checkpoint tensor: keep the rank's ranges
       const int64_t whole = static_elements(param.source_shape());
@@ -228,7 +228,7 @@ struct Interpreter::Impl {
     support::checked_bytes(static_cast<uint64_t>(rows * K), 4, bytes);
     AC_TRY(support::check_host_allocation(bytes, "weight '" + param.name + "' " + param.type.to_string(), held));
     std::vector<uint8_t> stored;
-    if (Status status = packed_loader(param.name, param.type.dtype, stored); !status.is_ok()) return status.with_context(at);
+    if (Status status = packed_loader(param.checkpoint_name(), param.type.dtype, stored); !status.is_ok()) return status.with_context(at);
     if (stored.size() != tensor_bytes(param.type))
       return error(ErrorCode::kMismatch, at + ": the loader gave " + std::to_string(stored.size()) + " bytes, the format needs " +
                                              std::to_string(tensor_bytes(param.type)));

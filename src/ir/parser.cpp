@@ -4,7 +4,7 @@
 // each with its line and column; a recursive-descent parser with one token of lookahead builds the
 // module. Grammar:
 //   module := 'module' NAME '{' (param | state | func)* '}'
-//   param  := 'param' @NAME ':' type ['alias' @NAME 'row' INT] ['shard' 'axis' INT 'of' INT ('[' INT ',' INT ']')+]
+//   param  := 'param' @NAME ':' type ['alias' @NAME 'row' INT] ['values' @NAME] ['shard' 'axis' INT 'of' INT ('[' INT ',' INT ']')+]
 //   state  := 'state' @NAME ':' type
 //   func   := 'func' @NAME '(' [%NAME ':' type {',' ...}] ')' '->' '(' [type {',' type}] ')'
 //             '{' node* 'return' [%NAME {',' %NAME}] '}'
@@ -274,6 +274,10 @@ class Parser {
             AC_TRY(expect_word("row"));
             if (peek().kind != Tok::kNumber) return fail(peek(), "expected the first row of the alias, got " + describe(peek()));
             AC_ASSIGN_OR_RETURN(param.alias_row, parse_int(next()));
+          }
+          if (is_word("values")) {
+            next();
+            AC_ASSIGN_OR_RETURN(param.values_of, expect_name(Tok::kGlobal, "checkpoint tensor the parameter holds"));
           }
           if (is_word("shard")) AC_TRY(parse_shard(param));
           module.params.push_back(std::move(param));

@@ -109,6 +109,7 @@ std::string print_module(const Module& module) {
   for (const ParamDecl& param : module.params) {
     out += "  param " + sigil_name('@', param.name) + " : " + param.type.to_string();
     if (param.is_alias()) out += " alias " + sigil_name('@', param.alias_of) + " row " + std::to_string(param.alias_row);
+    if (param.is_copy()) out += " values " + sigil_name('@', param.values_of);
     if (param.is_shard()) {
       out += " shard axis " + std::to_string(param.shard_axis) + " of " + std::to_string(param.shard_of);
       for (const ParamDecl::Range& range : param.shard_ranges)

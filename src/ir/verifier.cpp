@@ -314,6 +314,18 @@ Status verify_module(const Module& module) {
   for (const ParamDecl& param : module.params)
     if (std::string problem = shard_problem(param); !problem.empty())
       return invalid(where + ": parameter @" + param.name + " : " + param.type.to_string() + " " + problem);
+  // A copy holds another parameter's values in a type of its own: the same shape, a whole tensor.
+  for (const ParamDecl& param : module.params) {
+    if (!param.is_copy()) continue;
+    const std::string at = where + ": parameter @" + param.name + " (the values of @" + param.values_of + ")";
+    const ParamDecl* source = module.find_param(param.values_of);
+    if (!source) return invalid(at + ": no parameter @" + param.values_of);
+    if (source->is_copy() || source->is_alias() || source->is_shard())
+      return invalid(at + ": @" + param.values_of + " is itself a copy, an alias or a shard");
+    if (param.is_alias() || param.is_shard()) return invalid(at + ": a copy is a whole tensor of its own, not an alias or a shard");
+    if (param.type.shape != source->type.shape)
+      return invalid(at + ": " + param.type.to_string() + " has another shape than " + source->type.to_string());
+  }
   for (const ParamDecl& param : module.params) {
     if (!param.is_alias()) continue;
     const std::string at = where + ": parameter @" + param.name + " (an alias of @" + param.alias_of + ")";

@@ -8,7 +8,7 @@ namespace agentcompile::pipeline {
 
 Expected<CapturedModel> capture_model(const CompileOptions& options, const ProgressFn& say) {
   CapturedModel model;
-  AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats, frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/true));
+  AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats, frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/true, options.quantize_head));
   AC_ASSIGN_OR_RETURN(model.source, frontend::open_model(options.model, /*with_weights=*/false, formats));
   AC_ASSIGN_OR_RETURN(model.module, emit::model_module(model.source, options.batch_decode, {options.tensor_parallel, options.rank}));
   if (options.tensor_parallel > 0)

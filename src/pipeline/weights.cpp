@@ -17,22 +17,25 @@ Expected<json> weights_record(const CapturedModel& model, const CompileOptions& 
   std::vector<const ir::ParamDecl*> quantized;
   for (const ir::ParamDecl& p : module.params)
     if (ir::is_quantized(p.type.dtype)) quantized.push_back(&p);
-  if (quantized.empty() && options.quantize.empty() && !options.dequantize) return json();  // weights as the checkpoint holds them
+  if (quantized.empty() && options.quantize.empty() && options.quantize_head.empty() && !options.dequantize) return json();  // as stored
   const analysis::WeightTraffic traffic = analysis::weight_traffic(module, "decode");
-  json record{{"quantize", options.quantize}, {"dequantize", options.dequantize},
+  json record{{"quantize", options.quantize}, {"quantize_head", options.quantize_head}, {"dequantize", options.dequantize},
               {"decode_bytes_per_token", traffic.bytes}, {"quantized_bytes_per_token", traffic.quantized_bytes},
               {"quantized_matrices", quantized.size()}};
   if (quantized.empty()) return record;
   // Errors need the values: a config alone has none (a compile of shapes), and GGUF blocks are the
   // file's own (no rounding here).
-  const bool measured = model.source.format != frontend::ModelFormat::kHfConfigOnly && !options.quantize.empty();
+  const bool measured = model.source.format != frontend::ModelFormat::kHfConfigOnly && (!options.quantize.empty() || !options.quantize_head.empty());
   if (!measured) {
     record["errors"] = model.source.format == frontend::ModelFormat::kGguf ? "none: the file's blocks are used as stored"
                                                                            : "not measured: no weights (a config alone)";
     return record;
   }
-  say("weights: quantizing " + std::to_string(quantized.size()) + " matrices to " + options.quantize + " for their error");
-  AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats, frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/true));
+  std::string to = options.quantize.empty() ? "" : options.quantize;
+  if (!options.quantize_head.empty()) to += (to.empty() ? "" : ", ") + ("the LM head to " + options.quantize_head);
+  say("weights: quantizing " + std::to_string(quantized.size()) + " matrices to " + to + " for their error");
+  AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats,
+                      frontend::weight_format_options(options.quantize, options.dequantize, /*gpu=*/true, options.quantize_head));
   AC_ASSIGN_OR_RETURN(const frontend::ModelSource source, frontend::open_model(options.model, /*with_weights=*/true, formats));
   json tensors = json::array();
   double worst_rel = 0;
@@ -40,7 +43,7 @@ Expected<json> weights_record(const CapturedModel& model, const CompileOptions& 
   std::vector<uint8_t> bytes;
   for (const ir::ParamDecl* p : quantized) {
     ir::QuantError err;
-    AC_TRY(frontend::read_packed(*source.weights, p->name, p->type.dtype, bytes, &err));
+    AC_TRY(frontend::read_packed(*source.weights, p->checkpoint_name(), p->type.dtype, bytes, &err));
     tensors.push_back({{"name", p->name}, {"format", std::string(ir::dtype_name(p->type.dtype))}, {"type", p->type.to_string()},
                        {"bytes", bytes.size()}, {"rel_rms", err.rel_rms}, {"max_abs", err.max_abs}});
     if (err.rel_rms >= worst_rel) worst_rel = err.rel_rms, worst = p->name;

@@ -59,14 +59,15 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
     if (p.is_alias()) continue;  // placed below, inside the parameter it names
     const size_t bytes = param_bytes(p);
     weights.offsets_[p.name] = offset;
-    const bool from_derived = derived && derived->find(p.name);
+    const std::string& stored = p.checkpoint_name();  // another tensor's values, for a copy (ir::ParamDecl::values_of)
+    const bool from_derived = derived && derived->find(stored);
     const frontend::WeightStore& source = from_derived ? *derived : store;
     bool copied = false;
     if (ir::is_quantized(p.type.dtype)) {
       // The stored blocks (GGUF) or the checkpoint's values quantized to nearest, as the compiler's
       // reference interpreter read them (frontend::read_packed): uploaded packed, never dequantized.
       std::vector<uint8_t> packed;
-      AC_TRY(frontend::read_packed(source, p.name, p.type.dtype, packed));
+      AC_TRY(frontend::read_packed(source, stored, p.type.dtype, packed));
       if (packed.size() != bytes)
         return error(ErrorCode::kMismatch, source.source() + ": " + p.name + " packs into " + std::to_string(packed.size()) +
                                                " bytes, the module expects " + std::to_string(bytes));
@@ -74,7 +75,7 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
       copied = true;
     }
     if (safetensors && !from_derived && !copied) {
-      AC_ASSIGN_OR_RETURN(frontend::RawTensor raw, safetensors->raw(p.name));
+      AC_ASSIGN_OR_RETURN(frontend::RawTensor raw, safetensors->raw(stored));
       if (raw.dtype == p.type.dtype) {
         // A rank's part of a sharded tensor (ir::ParamDecl::shard_ranges): only its runs are read out
         // of the mapped file, so a rank touches only its own pages.
@@ -94,7 +95,7 @@ Expected<DeviceWeights> DeviceWeights::upload(const ir::Module& module, const fr
       }
     }
     if (!copied) {
-      AC_TRY(source.read_f32(p.name, values));
+      AC_TRY(source.read_f32(stored, values));
       if (p.is_shard()) values = ir::cut_shard(p, values);
       if (values.size() * ir::dtype_size(p.type.dtype) != bytes)
         return error(ErrorCode::kMismatch, source.source() + ": " + p.name + " has " + std::to_string(values.size()) + " elements, the module expects " +

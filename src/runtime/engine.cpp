@@ -156,7 +156,8 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   };
   // Model and IR (host only).
   AC_ASSIGN_OR_RETURN(const frontend::WeightFormatOptions formats,
-                      frontend::weight_format_options(options.compile.quantize, options.compile.dequantize, /*gpu=*/true));
+                      frontend::weight_format_options(options.compile.quantize, options.compile.dequantize, /*gpu=*/true,
+                                                                      options.compile.quantize_head));
   AC_ASSIGN_OR_RETURN(source_, frontend::open_model(options.model, /*with_weights=*/true, formats));
   if (!source_.weights)
     return error(ErrorCode::kInvalidArgument, options.model.string() + " has a configuration but no weights; the engine needs a checkpoint or a GGUF file");
@@ -260,8 +261,12 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
   info.weight_bytes = static_cast<int64_t>(weights_.bytes());
   info.decode_weight_bytes = static_cast<int64_t>(analysis::weight_traffic(module_, "decode").bytes);
   for (const ir::Node& node : decode_fn->nodes) info.decode_all_reduces += node.op == ir::OpKind::kAllReduce ? 1 : 0;
-  info.weight_formats = options.compile.quantize.empty() ? (options.compile.dequantize ? "--dequantize" : "as stored")
-                                                         : "--quantize " + options.compile.quantize;
+  {
+    std::string words = options.compile.dequantize ? "--dequantize" : "";
+    if (!options.compile.quantize.empty()) words += (words.empty() ? "" : " ") + ("--quantize " + options.compile.quantize);
+    if (!options.compile.quantize_head.empty()) words += (words.empty() ? "" : " ") + ("--quantize-head " + options.compile.quantize_head);
+    info.weight_formats = words.empty() ? "as stored" : words;
+  }
   info.kv_cache_bytes = static_cast<int64_t>(cache_.bytes());
   info.activation_bytes = static_cast<int64_t>(prefill_->arena_bytes() + decode_->arena_bytes());
   info.workspace_bytes = static_cast<int64_t>(prefill_->workspace_bytes() + decode_->workspace_bytes());

@@ -125,6 +125,38 @@ TEST(QuantizeCompile, BadValuesEndInClearErrors) {
   EXPECT_CONTAINS(run.output, "this GGUF file is already quantized (q8_0)");
 }
 
+// --quantize-head on a tied head (tiny-qwen2, f16): the module holds an int8 copy of the table that the
+// logits' projection reads, the embedding keeps the f16 table, and the head's regions (decode's GEMV
+// with the final norm, prefill's) are planned to the quantized GEMV family and the cuBLAS fallback.
+TEST(QuantizeCompile, ATiedHeadIsQuantizedAsACopyOfItsOwn) {
+  const fs::path work = testing::scratch_dir("quantize-compile", "head-int8");
+  const auto run = testing::run_cli("compile --no-gpu --device-profile h200 --max-candidates 2 --quantize-head int8 " + std::string(AC_SOURCE_DIR) +
+                                    "/tests/fixtures/models/tiny-qwen2 -o " + (work / "artifact").string() + " --cache-dir " +
+                                    (work / "cache").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_CONTAINS(run.output, "weights: quantizing 1 matrices to the LM head to int8 for their error");
+  const std::string ir = testing::file_bytes(work / "artifact" / "ir" / "module.ir");
+  EXPECT_CONTAINS(ir, "param @lm_head.weight : i8_f16[512, 64] values @model.embed_tokens.weight");
+  EXPECT_CONTAINS(ir, "param @model.embed_tokens.weight : f16[512, 64]");
+  const json meta = json::parse(testing::file_bytes(work / "artifact" / "metadata.json"));
+  EXPECT_EQ(meta["weights"]["quantize_head"], "int8");
+  ASSERT_EQ(meta["weights"]["tensors"].size(), 1u);
+  EXPECT_EQ(meta["weights"]["tensors"][0]["name"], "lm_head.weight");
+  EXPECT_LT(meta["weights"]["tensors"][0]["rel_rms"].get<double>(), 0.02);
+  int head_regions = 0;
+  for (const auto& region : meta["regions"]) {
+    bool quantized = false;
+    for (const auto& c : region["candidates"]) quantized |= c["facts"].contains("w_format");
+    if (!quantized) continue;
+    ++head_regions;
+    std::set<std::string> families;
+    for (const auto& c : region["candidates"]) families.insert(c["family"].get<std::string>());
+    EXPECT_EQ(families, (std::set<std::string>{"qgemv", "cublas"})) << region["id"];
+  }
+  EXPECT_EQ(head_regions, 2);  // decode's and prefill's logits
+  EXPECT_CONTAINS(testing::file_bytes(work / "artifact" / "report.md"), "the logits' projection `--quantize-head int8`");
+}
+
 TEST(QuantizeInspect, BytesPerDecodeTokenOfEachFormat) {
   const auto run = testing::run_cli("inspect --no-ir " + std::string(AC_SOURCE_DIR) + "/configs/qwen3-1.7b.json");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -136,6 +168,9 @@ TEST(QuantizeInspect, BytesPerDecodeTokenOfEachFormat) {
   ASSERT_EQ(quantized.exit_code, 0) << quantized.output;
   EXPECT_CONTAINS(quantized.output, "--quantize int4:g128");
   EXPECT_CONTAINS(quantized.output, "(196 quantized matrices");
+  // Qwen3-1.7B ties its head: an int8 copy of the 151936 x 2048 table (plus a scale per row) replaces
+  // the f16 one that decode read, the table's one gathered row aside.
+  EXPECT_CONTAINS(run.output, "--quantize int4:g128 --quantize-head int8       1040.51 MB  (197 quantized matrices");
 }
 
 }  // namespace

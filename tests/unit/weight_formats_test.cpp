@@ -4,6 +4,7 @@
 // projection kept; and the refusals: a group size that does not divide K, --quantize on weights that
 // are already quantized or on a captured module, --dequantize on anything but GGUF.
 #include <cmath>
+#include <optional>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -188,6 +189,107 @@ TEST(HfQuantize, ReadPackedQuantizesAndReportsTheError) {
   EXPECT_LT(err.rel_rms, 0.2);
   const Status wrong = read_packed(*source->weights, "model.layers.0.mlp.down_proj.weight", DType::kQ4_K, bytes);
   EXPECT_CONTAINS(wrong.message(), "not a whole number of 256-element q4_k blocks");
+}
+
+WeightFormatOptions head_in(DType format, std::optional<DType> body = std::nullopt) {
+  WeightFormatOptions options;
+  options.quantize = body;
+  options.quantize_head = format;
+  return options;
+}
+
+// The weight node each function's output projection (the linear whose result is returned) reads.
+std::vector<std::string> head_weights(const ir::Module& module) {
+  std::vector<std::string> names;
+  for (const ir::Function& f : module.functions)
+    for (const ir::Node& node : f.nodes) {
+      if (node.op != ir::OpKind::kLinear) continue;
+      bool returned = false;
+      for (const ir::Node& user : f.nodes)
+        if (user.op == ir::OpKind::kCast && user.operands[0] == node.result)
+          for (ir::ValueId r : f.results) returned |= r == user.result;
+      if (returned) names.push_back(f.nodes[static_cast<size_t>(f.value(node.operands[1]).producer)].string_attr("name"));
+    }
+  return names;
+}
+
+TEST(HfQuantizeHead, AnUntiedHeadTakesTheFormatItself) {
+  auto source = open_model(kFixtures + "models/tiny-qwen3", false, head_in(DType::kI8_F16));
+  ASSERT_TRUE(source) << source.status().to_string();
+  auto module = source_module(*source);
+  ASSERT_TRUE(module) << module.status().to_string();
+  ASSERT_TRUE(ir::verify_module(*module).is_ok()) << ir::verify_module(*module).to_string();
+  EXPECT_EQ(param(*module, "lm_head.weight").type.dtype, DType::kI8_F16);
+  EXPECT_FALSE(param(*module, "lm_head.weight").is_copy());
+  EXPECT_EQ(param(*module, "model.layers.0.mlp.down_proj.weight").type.dtype, DType::kF32);  // no --quantize: the rest as stored
+  EXPECT_EQ(param(*module, "model.embed_tokens.weight").type.dtype, DType::kF32);
+  EXPECT_EQ(head_in(DType::kI8_F16).tag(), "head-int8");
+  EXPECT_EQ(head_in(DType::kI8_F16, DType::kI4G32_F16).tag(), "int4-g32-head-int8");
+}
+
+// tiny-qwen2 (f16) ties its head to the embedding table: the head reads a quantized copy of the table of
+// its own (in prefill and decode), the embedding keeps gathering the f16 table, and the module's text
+// round-trips with the copy.
+TEST(HfQuantizeHead, ATiedHeadGetsAQuantizedCopyOfTheTable) {
+  auto source = open_model(kFixtures + "models/tiny-qwen2", false, head_in(DType::kI8_F16, DType::kI4G32_F16));
+  ASSERT_TRUE(source) << source.status().to_string();
+  auto module = source_module(*source);
+  ASSERT_TRUE(module) << module.status().to_string();
+  ASSERT_TRUE(ir::verify_module(*module).is_ok()) << ir::verify_module(*module).to_string();
+  const ir::ParamDecl& head = param(*module, "lm_head.weight");
+  EXPECT_EQ(head.type.to_string(), "i8_f16[512, 64]");
+  EXPECT_EQ(head.values_of, "model.embed_tokens.weight");
+  EXPECT_EQ(head.checkpoint_name(), "model.embed_tokens.weight");
+  EXPECT_EQ(param(*module, "model.embed_tokens.weight").type.dtype, DType::kF16);
+  EXPECT_EQ(param(*module, "model.layers.0.mlp.up_proj.weight").type.dtype, DType::kI4G32_F16);
+  EXPECT_EQ(head_weights(*module), (std::vector<std::string>{"lm_head.weight", "lm_head.weight"}));  // prefill, decode
+  for (const ir::Function& f : module->functions)
+    for (const ir::Node& node : f.nodes)
+      if (node.op == ir::OpKind::kEmbedding)
+        EXPECT_EQ(f.nodes[static_cast<size_t>(f.value(node.operands[0]).producer)].string_attr("name"), "model.embed_tokens.weight");
+  const std::string text = ir::print_module(*module);
+  EXPECT_CONTAINS(text, "param @lm_head.weight : i8_f16[512, 64] values @model.embed_tokens.weight");
+  auto parsed = ir::parse_module(text);
+  ASSERT_TRUE(parsed) << parsed.status().to_string();
+  EXPECT_TRUE(*parsed == *module);
+}
+
+// The interpreter reads the copy from the table's values (ParamDecl::checkpoint_name), quantized as
+// a kernel reads it: the logits move by int8's rounding, no more.
+TEST(HfQuantizeHead, TiedInt8HeadLogitsStayCloseToTheCheckpoints) {
+  BuildOptions all;
+  all.prefill_all_logits = true;
+  auto plain = open_model(kFixtures + "models/tiny-qwen2", true);
+  auto int8 = open_model(kFixtures + "models/tiny-qwen2", true, head_in(DType::kI8_F16));
+  ASSERT_TRUE(plain && int8);
+  const std::vector<int32_t> prompt = {3, 17, 200, 45, 9, 511};
+  const std::vector<float> a = run_prefill(*plain, source_module(*plain, all).value(), prompt);
+  const std::vector<float> b = run_prefill(*int8, source_module(*int8, all).value(), prompt);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  double max_err = 0, max_ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_err = std::max(max_err, static_cast<double>(std::fabs(a[i] - b[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(a[i])));
+  }
+  EXPECT_GT(max_err, 0.0);  // the head did change
+  EXPECT_LT(max_err / max_ref, 0.02);
+}
+
+TEST(WeightFormatErrors, QuantizeHeadRefusals) {
+  // A group size that does not divide the hidden size (64).
+  auto g128 = open_model(kFixtures + "models/tiny-qwen2", false, head_in(DType::kI4G128_F16));
+  ASSERT_FALSE(g128);
+  EXPECT_CONTAINS(g128.status().message(), "--quantize-head int4:g128: the LM head @model.embed_tokens.weight f16[512, 64]: rows of 64 "
+                                           "elements are not a whole number of 128-element groups (choose a group size that divides 64)");
+  // A GGUF file whose blocks are quantized already, and a captured module.
+  auto gguf = open_model(kFixtures + "gguf/tiny_llama_q8_0.gguf", false, head_in(DType::kI8_F16));
+  ASSERT_FALSE(gguf);
+  EXPECT_CONTAINS(gguf.status().message(), "--quantize-head int8: this GGUF file is already quantized (q8_0)");
+  auto captured = open_model(kFixtures + "captured/tiny-llama", false, head_in(DType::kI8_F16));
+  ASSERT_FALSE(captured);
+  EXPECT_CONTAINS(captured.status().message(), "--quantize and --quantize-head apply to Hugging Face checkpoints and GGUF files");
+  EXPECT_CONTAINS(weight_format_options("", false, true, "int5").status().message(), "--quantize-head: --quantize 'int5': the format must be int8 or int4");
 }
 
 TEST(WeightFormatErrors, AGroupSizeThatDoesNotDivideKIsRefused) {
