@@ -119,8 +119,8 @@ class Engine {
   // Batched decode (EngineOptions::batch_slots > 0): one call of decode_batch (ir/decode_batch.h) over
   // 1..kMaxBatchRows rows, row i the token tokens[i] of the sequence in KV slot slots[i] at position
   // positions[i] (a prompt chunk is rows of one slot at consecutive positions). Returns float32 logits
-  // [rows, vocab]; the caller samples. The kernels are launched one by one (no CUDA graph yet). generate()
-  // keeps its own cache and kernels, unchanged.
+  // [rows, vocab]; the caller samples. With CUDA graphs on, the step replays a graph per row count
+  // (1..kMaxBatchRows, captured at load). generate() keeps its own cache and kernels, unchanged.
   Expected<std::vector<float>> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                            std::span<const int32_t> slots);
 

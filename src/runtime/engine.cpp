@@ -66,6 +66,7 @@ class Engine::Impl {
   std::unique_ptr<runtime::FunctionExecutor> prefill_, decode_;
   std::unique_ptr<DeviceSampler> sampler_;
   std::vector<std::unique_ptr<runtime::DecodeGraph>> graphs_;  // per decode bucket; empty with graphs off
+  std::vector<std::unique_ptr<runtime::DecodeGraph>> batch_graphs_;  // decode_batch per row count (index rows); empty with graphs off
   std::unique_ptr<runtime::StepEvents> events_;
   std::set<int32_t> eos_;
   // Batched decode (EngineOptions::batch_slots): slot s owns rows [s * context, (s + 1) * context) of
@@ -299,6 +300,17 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
       const int64_t context = std::max<int64_t>(1, buckets[b].min_context);
       AC_ASSIGN_OR_RETURN(graphs_[b], runtime::DecodeGraph::capture(context_->stream(), [this, context] { return run_decode_step(context); }));
     }
+    // decode_batch: one graph per row count (its buckets are of the rows alone; the step reads its ids,
+    // positions and row bases from batch_args_, which decode_rows fills before the replay).
+    if (batch_) {
+      batch_graphs_.resize(static_cast<size_t>(kMaxBatchRows) + 1);
+      for (int64_t rows = 1; rows <= kMaxBatchRows; ++rows) {
+        AC_ASSIGN_OR_RETURN(batch_graphs_[static_cast<size_t>(rows)],
+                            runtime::DecodeGraph::capture(context_->stream(), [this, rows] {
+                              return batch_->enqueue(rows, batch_cache_.rows(), context_->stream());
+                            }));
+      }
+    }
   }
   AC_TRY(context_->synchronize());
   return Status::ok();
@@ -427,7 +439,11 @@ Expected<std::vector<float>> Engine::Impl::decode_rows(std::span<const int32_t> 
   AC_TRY(batch_args_.upload(positions.data(), bytes, stride));
   AC_TRY(batch_args_.upload(bases.data(), bytes, 2 * stride));
   // decode_batch's buckets are of the batch alone; the context argument only bounds the cache.
-  AC_TRY(batch_->enqueue(rows, batch_cache_.rows(), context_->stream()));
+  if (batch_graphs_.empty()) {
+    AC_TRY(batch_->enqueue(rows, batch_cache_.rows(), context_->stream()));
+  } else {
+    AC_TRY(batch_graphs_[static_cast<size_t>(rows)]->launch(context_->stream()));
+  }
   AC_ASSIGN_OR_RETURN(CUdeviceptr out, batch_->result_address(rows, 0));
   AC_TRY(context_->synchronize());
   const size_t V = static_cast<size_t>(info.vocab_size);

@@ -1,0 +1,110 @@
+// Batched decode GEMV family (src/kernels/gemv_batch.cuh): the matmul regions of decode_batch, where T
+// is the step's sequences (1..16), with the decode GEMV's epilogues (plain with bias, a cast to the
+// logits' f32, residual add, gate/up act·mul, fused multi-segment rows). Every weight is read once for
+// all the step's tokens and the dot products run on the tensor cores, tokens as the mma's n.
+// Planning side: matching, the parameter space and launch geometry; the record is in gemv_batch.h,
+// and codegen/renderers/gemv_batch.cpp writes the source.
+#include "plan/families/gemv_batch.h"
+
+#include <sstream>
+
+#include "ir/decode_batch.h"
+#include "plan/families/gemv.h"
+
+namespace agentcompile::plan {
+
+namespace {
+
+constexpr int64_t kStep = 32;  // elements of K per step of a warp
+
+class GemvBatchFamily final : public TypedFamily<MatmulMatch, GemvBatchConfig> {
+ public:
+  std::string name() const override { return "gemv_batch"; }
+  std::string template_file() const override { return "gemv_batch.cuh"; }
+
+  std::optional<MatmulMatch> match(const RegionContext& ctx) const override {
+    // decode_batch only: its T is a step's sequences (at most 16); prefill's T runs to thousands,
+    // where the tile GEMM reuses each weight over far more tokens than one pass of 16.
+    if (ctx.function->name != ir::kDecodeBatchFunction) return std::nullopt;
+    auto m = match_matmul_region(ctx, TokenCount::kAny);
+    if (!m || !weights_are_plain(*m) || m->norm) return std::nullopt;
+    if (m->dtype != ir::DType::kF16 && m->dtype != ir::DType::kBF16) return std::nullopt;  // mma's inputs
+    if (m->K % kStep != 0) return std::nullopt;
+    const ir::Dim rows = ctx.function->type(ctx.node(0).operands[0]).shape[0];
+    if (rows.is_static() || rows.symbol != ir::Symbol::kT) return std::nullopt;
+    return m;
+  }
+
+  // threads {128, 256} x tiles {1, 2} x token tiles {1, 2} x unroll {1, 2, 4} x split {1, 2, 4}: the split's
+  // warps divide, K's steps divide into the splits, a lane keeps at most 8 16-byte weight loads in
+  // flight (double-buffered: 16 loads' registers) and 32 accumulators, and a split's partials fit in
+  // 32 KB of shared memory. Heuristic: the decode GEMV's fill term (blocks per block row of tokens),
+  // 8 loads in flight preferred, and 16 tokens per block row (one pass over W at 9..16 sequences).
+  // Not yet measured on a GPU: admission times every kept candidate per batch bucket.
+  std::vector<Choice> param_space(const MatmulMatch& m, const DeviceProfile& device) const override {
+    std::vector<Choice> out;
+    const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
+    const int64_t steps = m.K / kStep;
+    for (int threads : {128, 256})
+      for (int tiles : {1, 2})
+        for (int token_tiles : {1, 2})
+          for (int unroll : {1, 2, 4})
+            for (int split : {1, 2, 4}) {
+              const int warps = threads / 32;
+              if (warps % split != 0 || steps % split != 0 || steps / split < unroll) continue;
+              const int loads = unroll * tiles * 2 * mats;
+              const int accumulators = tiles * token_tiles * mats * 4;
+              if (loads > 8 || accumulators > 32) continue;
+              if (split > 1 && warps * accumulators * 32 * 4 > 32 * 1024) continue;
+              const int64_t row_warps = warps / split;
+              const int64_t blocks = (m.N + row_warps * 16 * tiles - 1) / (row_warps * 16 * tiles);
+              Choice c{GemvBatchConfig(m, GemvBatchSchedule{threads, tiles, token_tiles, unroll, split})};
+              const double flight = loads == 8 ? 1.0 : loads == 4 ? 0.9 : 0.7;
+              c.score = 1.05 * gemv_fill(blocks, device) * flight * gemv_split_penalty(split, blocks, device) +
+                        (token_tiles == 2 ? 0.02 : 0.0) + (threads == 256 ? 0.01 : 0.0);
+              c.notes.push_back(std::to_string(blocks) + " blocks per " + std::to_string(8 * token_tiles) + " tokens, " +
+                                std::to_string(loads) + " 16-byte weight loads in flight per lane, mma.sync m16n8k16 with tokens as n");
+              out.push_back(std::move(c));
+            }
+    return out;
+  }
+
+  std::string kernel_name(const GemvBatchConfig& config) const override {
+    const MatmulMatch& m = config.match;
+    const GemvBatchSchedule& p = config.schedule;
+    std::ostringstream name;
+    name << "gemv_batch_" << matmul_epilogue_name(m.epilogue) << matmul_epilogue_tag(m) << "_" << dtype_tag(m.dtype);
+    if (m.out_dtype != m.dtype) name << "_to_" << dtype_tag(m.out_dtype);
+    name << "_n" << m.N << "_k" << m.K << "_t" << p.threads << "_m" << p.tiles << "_x" << p.token_tiles << "_u" << p.unroll << "_s"
+         << p.split;
+    return name.str();
+  }
+
+  std::vector<Launch> launches(const GemvBatchConfig& config) const override {
+    const GemvBatchSchedule& p = config.schedule;
+    const int64_t row_warps = p.threads / 32 / p.split;
+    Launch launch;
+    launch.kernel = kernel_name(config);
+    launch.grid_x = Extent{0, config.match.N, row_warps * 16 * p.tiles};
+    launch.grid_y = Extent{1, 0, 8 * p.token_tiles};  // block rows of 8 or 16 tokens
+    launch.block_x = static_cast<int>(p.threads);
+    return {launch};
+  }
+};
+
+}  // namespace
+
+Match GemvBatchConfig::match_view() const {
+  Match m;
+  add_matmul_view(match, m);
+  return m;
+}
+
+ParamSet GemvBatchConfig::params_view() const {
+  return {{"threads", schedule.threads}, {"tiles", schedule.tiles}, {"token_tiles", schedule.token_tiles},
+          {"unroll", schedule.unroll}, {"split", schedule.split}};
+}
+
+AC_REGISTER_FAMILY(gemv_batch, 12, GemvBatchFamily)
+
+}  // namespace agentcompile::plan
