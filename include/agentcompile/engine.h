@@ -100,6 +100,14 @@ struct EngineInfo {
 // Rows one decode_rows() call takes: the largest batch bucket decode_batch is compiled for (plan/sizes.cpp).
 inline constexpr int64_t kMaxBatchRows = 16;
 
+// What a batched step's sampling needs of one row.
+enum class RowNeed : uint8_t { kNothing, kArgmax, kLogits };
+
+struct DecodedRows {
+  std::vector<int32_t> argmax;  // per row: the argmax (lowest id among equal maxima) where kArgmax was asked, else -1
+  std::vector<float> logits;    // the kLogits rows' logits, [those rows, vocab] in row order
+};
+
 // Called with each generated token as soon as it is known; return false to stop.
 using TokenCallback = std::function<bool(int32_t token)>;
 
@@ -123,6 +131,12 @@ class Engine {
   // (1..kMaxBatchRows, captured at load). generate() keeps its own cache and kernels, unchanged.
   Expected<std::vector<float>> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                            std::span<const int32_t> slots);
+  // The same step, returning of each row only what its sampler needs (`needs`, one per row): nothing
+  // (a prompt row before the chunk's last), its greedy token (the argmax, computed on the device where
+  // the artifact has the row-argmax kernel), or its logits row. A greedy server step copies a few
+  // bytes a row instead of the vocabulary's floats.
+  Expected<DecodedRows> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions, std::span<const int32_t> slots,
+                                    std::span<const RowNeed> needs);
 
   const EngineInfo& info() const;
 

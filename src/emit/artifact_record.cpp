@@ -273,10 +273,11 @@ Expected<std::string> artifact_format_of(const fs::path& dir) {
   return value;
 }
 
-std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates, bool collectives) {
+std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates, bool collectives, bool batched) {
   std::vector<RuntimeKernelSpec> kernels;
   if (generates) kernels.push_back(kSamplerKernel);
   if (collectives) kernels.push_back(kPeerAllReduceKernel);
+  if (batched) kernels.push_back(kRowArgmaxKernel);
   return kernels;
 }
 

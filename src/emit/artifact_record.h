@@ -96,6 +96,9 @@ inline constexpr RuntimeKernelSpec kSamplerKernel{"sampler", "ac_sample", "#incl
 // Tensor parallelism's small all-reduces over peer memory (kernels/peer_all_reduce.cuh; gpu/peer_all_reduce.h),
 // in the artifact of a module with collectives; without it the runtime keeps every all-reduce on NCCL.
 inline constexpr RuntimeKernelSpec kPeerAllReduceKernel{"peer_all_reduce", "ac_peer_all_reduce", "#include \"peer_all_reduce.cuh\"\n"};
+// The greedy token of each row of a batched decode step (kernels/row_argmax.cuh; Engine::decode_rows), in
+// the artifact of a module with decode_batch; without it the engine copies the rows and takes the argmax itself.
+inline constexpr RuntimeKernelSpec kRowArgmaxKernel{"row_argmax", "ac_row_argmax", "#include \"row_argmax.cuh\"\n"};
 
 // Where a runtime kernel is in the artifact.
 struct RuntimeKernelEntry {
@@ -138,11 +141,10 @@ Expected<ArtifactRecord> read_artifact_record(const std::filesystem::path& dir);
 // that says what the file is instead.
 Expected<std::string> artifact_format_of(const std::filesystem::path& dir);
 
-// The runtime kernels an artifact must carry: the sampler when its module generates (has a decode
-// function), none for a plain module.
-// The runtime kernels an artifact ships: the sampler where it generates, the peer all-reduce where its
-// module has collectives. Only the sampler is required of an artifact read (check_runtime_kernels).
-std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates, bool collectives = false);
+// The runtime kernels an artifact ships: the sampler where it generates (has a decode function), the
+// peer all-reduce where its module has collectives, the row argmax where it has decode_batch. Only the
+// sampler is required of an artifact read (check_runtime_kernels).
+std::vector<RuntimeKernelSpec> runtime_kernels_for(bool generates, bool collectives = false, bool batched = false);
 
 // kNotFound naming the first runtime kernel the record should carry and does not (an artifact
 // compiled before they shipped in artifacts): it must be compiled again.

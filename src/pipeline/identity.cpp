@@ -7,6 +7,7 @@
 #include "codegen/nvrtc_compiler.h"
 #include "pipeline/stages.h"
 #include "emit/artifact_key.h"
+#include "ir/decode_batch.h"
 #include "support/sha256.h"
 #include "support/utf8.h"
 
@@ -75,7 +76,9 @@ ArtifactIdentity identify_artifact(const CapturedModel& model, const Target& tar
   bool collectives = false;
   for (const ir::Function& function : model.module.module.functions)
     for (const ir::Node& node : function.nodes) collectives |= node.op == ir::OpKind::kAllReduce;
-  identity.runtime_kernels = emit::runtime_kernels_for(model.module.module.find_function("decode") != nullptr, collectives);
+  const ir::Module& module = model.module.module;
+  identity.runtime_kernels = emit::runtime_kernels_for(module.find_function("decode") != nullptr, collectives,
+                                                       module.find_function(ir::kDecodeBatchFunction) != nullptr);
   const std::string kernels_hash = kernel_headers_hash();
   identity.compiler = std::string(kCompilerVersion) + " " + kernels_hash;
   emit::ArtifactKeyParts parts;

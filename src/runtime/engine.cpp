@@ -1,6 +1,7 @@
 // The engine: loading (model, artifact, device memory, kernels, decode graph) and generation.
 #include "agentcompile/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +40,8 @@ class Engine::Impl {
   Status load(const EngineOptions& options, const ProgressFn& progress);
   Expected<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token);
   Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
-  Expected<std::vector<float>> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions, std::span<const int32_t> slots);
+  Expected<DecodedRows> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions, std::span<const int32_t> slots,
+                                    std::span<const RowNeed> needs);
 
   EngineInfo info;
 
@@ -74,7 +76,28 @@ class Engine::Impl {
   runtime::KvCache batch_cache_;
   gpu::DeviceBuffer batch_args_;
   std::unique_ptr<runtime::FunctionExecutor> batch_;
+  // The rows' greedy tokens on the device (emit::kRowArgmaxKernel); null where the artifact predates it.
+  std::unique_ptr<gpu::CudaModule> row_argmax_module_;
+  CUfunction row_argmax_ = nullptr;
+  gpu::DeviceBuffer row_argmax_out_;  // [kMaxBatchRows] i32
 };
+
+// The host mirror of ac::RowArgmaxArgs (kernels/row_argmax.cuh), passed by value.
+struct RowArgmaxArgs {
+  CUdeviceptr logits;
+  CUdeviceptr argmax;
+  int32_t vocab;
+  int32_t rows;
+};
+
+// The argmax of a logits row as the device kernel and the host sampler take it: the lowest id among
+// equal maxima, NaN never; -1 when the row holds no number.
+int32_t row_argmax(std::span<const float> row) {
+  int32_t best = -1;
+  for (size_t i = 0; i < row.size(); ++i)
+    if (row[i] == row[i] && (best < 0 || row[i] > row[static_cast<size_t>(best)])) best = static_cast<int32_t>(i);
+  return best;
+}
 
 namespace {
 
@@ -287,6 +310,11 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     info.kv_cache_bytes += static_cast<int64_t>(batch_cache_.bytes());
     info.activation_bytes += static_cast<int64_t>(batch_->arena_bytes());
     info.workspace_bytes += static_cast<int64_t>(batch_->workspace_bytes());
+    if (const auto cubin = artifact_.runtime_cubins.find(emit::kRowArgmaxKernel.role); cubin != artifact_.runtime_cubins.end()) {
+      AC_ASSIGN_OR_RETURN(row_argmax_module_, gpu::CudaModule::load(cubin->second, "the row argmax kernel"));
+      AC_ASSIGN_OR_RETURN(row_argmax_, row_argmax_module_->function(emit::kRowArgmaxKernel.kernel));
+      AC_ASSIGN_OR_RETURN(row_argmax_out_, gpu::DeviceBuffer::allocate(kMaxBatchRows * sizeof(int32_t)));
+    }
   }
 
   AC_ASSIGN_OR_RETURN(events_, runtime::StepEvents::create());
@@ -416,15 +444,15 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
   return logits;
 }
 
-Expected<std::vector<float>> Engine::Impl::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                                      std::span<const int32_t> slots) {
+Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                               std::span<const int32_t> slots, std::span<const RowNeed> needs) {
   AC_TRY(context_->make_current());
   if (!batch_) return error(ErrorCode::kInvalidArgument, "the engine was loaded without batch slots (EngineOptions::batch_slots)");
   const auto rows = static_cast<int64_t>(tokens.size());
-  if (rows < 1 || rows > kMaxBatchRows || positions.size() != tokens.size() || slots.size() != tokens.size())
+  if (rows < 1 || rows > kMaxBatchRows || positions.size() != tokens.size() || slots.size() != tokens.size() || needs.size() != tokens.size())
     return error(ErrorCode::kInvalidArgument, "a batched step takes 1.." + std::to_string(kMaxBatchRows) + " rows with one position and slot each; got " +
                                                   std::to_string(tokens.size()) + " ids, " + std::to_string(positions.size()) + " positions, " +
-                                                  std::to_string(slots.size()) + " slots");
+                                                  std::to_string(slots.size()) + " slots, " + std::to_string(needs.size()) + " needs");
   AC_TRY(check_ids(tokens, "row"));
   std::vector<int32_t> bases(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -445,11 +473,36 @@ Expected<std::vector<float>> Engine::Impl::decode_rows(std::span<const int32_t> 
     AC_TRY(batch_graphs_[static_cast<size_t>(rows)]->launch(context_->stream()));
   }
   AC_ASSIGN_OR_RETURN(CUdeviceptr out, batch_->result_address(rows, 0));
+  const bool argmax_wanted = std::find(needs.begin(), needs.end(), RowNeed::kArgmax) != needs.end();
+  if (argmax_wanted && row_argmax_) {
+    const RowArgmaxArgs args{out, row_argmax_out_.ptr(), static_cast<int32_t>(info.vocab_size), static_cast<int32_t>(rows)};
+    AC_TRY(gpu::launch_kernel(row_argmax_, emit::kRowArgmaxKernel.kernel, static_cast<unsigned>(rows), 1, 1, 1024, 0, context_->stream(), &args));
+  }
   AC_TRY(context_->synchronize());
   const size_t V = static_cast<size_t>(info.vocab_size);
-  std::vector<float> logits(static_cast<size_t>(rows) * V);
-  AC_CU(gpu::driver_api()->MemcpyDtoH(logits.data(), out, logits.size() * sizeof(float)), "cuMemcpyDtoH(decode_batch logits)");
-  return logits;
+  DecodedRows result;
+  result.argmax.assign(static_cast<size_t>(rows), -1);
+  std::vector<int32_t> device_argmax(static_cast<size_t>(rows));
+  if (argmax_wanted && row_argmax_) AC_TRY(row_argmax_out_.download(device_argmax.data(), device_argmax.size() * sizeof(int32_t)));
+  std::vector<float> row(V);
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowNeed need = needs[static_cast<size_t>(r)];
+    if (need == RowNeed::kNothing) continue;
+    const CUdeviceptr at = out + static_cast<CUdeviceptr>(static_cast<size_t>(r) * V * sizeof(float));
+    if (need == RowNeed::kArgmax && row_argmax_) {
+      result.argmax[static_cast<size_t>(r)] = device_argmax[static_cast<size_t>(r)];
+    } else if (need == RowNeed::kArgmax) {  // an artifact without the kernel: the row comes back, the host takes its argmax
+      AC_CU(gpu::driver_api()->MemcpyDtoH(row.data(), at, V * sizeof(float)), "cuMemcpyDtoH(decode_batch logits row)");
+      result.argmax[static_cast<size_t>(r)] = row_argmax(row);
+    } else {
+      const size_t offset = result.logits.size();
+      result.logits.resize(offset + V);
+      AC_CU(gpu::driver_api()->MemcpyDtoH(result.logits.data() + offset, at, V * sizeof(float)), "cuMemcpyDtoH(decode_batch logits row)");
+    }
+    if (need == RowNeed::kArgmax && result.argmax[static_cast<size_t>(r)] < 0)
+      return error(ErrorCode::kInternal, "decode_batch row " + std::to_string(r) + ": its logits hold no number (all NaN)");
+  }
+  return result;
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -475,8 +528,15 @@ Expected<std::vector<float>> Engine::teacher_forced_logits(std::span<const int32
 }
 
 Expected<std::vector<float>> Engine::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                                std::span<const int32_t> slots) {
-  return impl_->decode_rows(tokens, positions, slots);
+                                                 std::span<const int32_t> slots) {
+  const std::vector<RowNeed> every(tokens.size(), RowNeed::kLogits);
+  AC_ASSIGN_OR_RETURN(DecodedRows rows, impl_->decode_rows(tokens, positions, slots, every));
+  return std::move(rows.logits);
+}
+
+Expected<DecodedRows> Engine::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions, std::span<const int32_t> slots,
+                                          std::span<const RowNeed> needs) {
+  return impl_->decode_rows(tokens, positions, slots, needs);
 }
 
 const EngineInfo& Engine::info() const { return impl_->info; }

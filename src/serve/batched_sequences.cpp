@@ -51,10 +51,12 @@ Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
   };
   std::vector<Take> takes;
   std::vector<int32_t> tokens, positions, slots;
+  std::vector<RowNeed> needs;
   auto add_rows = [&](SequenceId id, Sequence& sequence, size_t rows, bool yields) {
     for (size_t i = 0; i < rows; ++i) {
       positions.push_back(static_cast<int32_t>(sequence.position + static_cast<int64_t>(i)));
       slots.push_back(sequence.slot);
+      needs.push_back(!yields || i + 1 < rows ? RowNeed::kNothing : sequence.sampler->greedy_only() ? RowNeed::kArgmax : RowNeed::kLogits);
     }
     takes.push_back(Take{id, &sequence, rows, yields});
   };
@@ -76,12 +78,14 @@ Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
   if (takes.empty()) return outputs;
 
   const auto count = static_cast<int64_t>(tokens.size());
-  AC_ASSIGN_OR_RETURN(std::vector<float> logits, run(tokens, positions, slots));
+  AC_ASSIGN_OR_RETURN(DecodedRows decoded, run(tokens, positions, slots, needs));
   const int64_t V = limits_.vocab_size;
-  if (static_cast<int64_t>(logits.size()) != count * V)
-    return error(ErrorCode::kMismatch, "a batched step of " + std::to_string(count) + " rows returned " + std::to_string(logits.size()) +
-                                           " logits, not rows x vocabulary (" + std::to_string(count * V) + ")");
-  int64_t row = 0;
+  const auto full_rows = static_cast<int64_t>(std::count(needs.begin(), needs.end(), RowNeed::kLogits));
+  if (static_cast<int64_t>(decoded.logits.size()) != full_rows * V || static_cast<int64_t>(decoded.argmax.size()) != count)
+    return error(ErrorCode::kMismatch, "a batched step of " + std::to_string(count) + " rows (" + std::to_string(full_rows) +
+                                           " of them with logits) returned " + std::to_string(decoded.logits.size()) + " logits and " +
+                                           std::to_string(decoded.argmax.size()) + " greedy tokens");
+  int64_t row = 0, full = 0;
   for (const Take& take : takes) {
     Sequence& sequence = *take.sequence;
     row += static_cast<int64_t>(take.rows);
@@ -90,11 +94,34 @@ Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
     if (!take.yields) continue;  // more of the prompt next step
     StepOutput output;
     output.id = take.id;
-    output.token = sequence.sampler->sample(std::span<float>(logits.data() + (row - 1) * V, static_cast<size_t>(V)), &output.logprob);
+    if (needs[static_cast<size_t>(row - 1)] == RowNeed::kArgmax) {
+      const int32_t token = decoded.argmax[static_cast<size_t>(row - 1)];
+      if (token < 0 || token >= V) return error(ErrorCode::kInternal, "row " + std::to_string(row - 1) + " has no greedy token");
+      output.token = sequence.sampler->take(token);
+    } else {
+      output.token = sequence.sampler->sample(std::span<float>(decoded.logits.data() + full++ * V, static_cast<size_t>(V)), &output.logprob);
+    }
     sequence.last = output.token;
     outputs.push_back(std::move(output));
   }
   return outputs;
+}
+
+DecodedRows rows_from_logits(std::vector<float> logits, int64_t vocab, const std::vector<RowNeed>& needs) {
+  DecodedRows out;
+  out.argmax.assign(needs.size(), -1);
+  const auto V = static_cast<size_t>(vocab);
+  size_t kept = 0;  // logits rows moved to the front, in row order
+  for (size_t r = 0; r < needs.size(); ++r) {
+    const std::span<const float> row(logits.data() + r * V, V);
+    if (needs[r] == RowNeed::kArgmax) out.argmax[r] = greedy_token(row);
+    if (needs[r] != RowNeed::kLogits) continue;
+    if (kept != r) std::copy(row.begin(), row.end(), logits.begin() + static_cast<std::ptrdiff_t>(kept * V));
+    ++kept;
+  }
+  logits.resize(kept * V);
+  out.logits = std::move(logits);
+  return out;
 }
 
 }  // namespace agentcompile::serve

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "agentcompile/engine.h"
 #include "serve/backend.h"
 
 namespace agentcompile::serve {
@@ -26,10 +27,16 @@ struct BatchLimits {
   int64_t vocab_size = 0;
 };
 
-// Runs one step's rows: token ids, each row's position and its sequence's slot; returns float logits
-// [rows, vocab] (in a buffer the sampler may modify).
-using RowRunner = std::function<Expected<std::vector<float>>(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
-                                                             const std::vector<int32_t>& slots)>;
+// Runs one step's rows: token ids, each row's position and its sequence's slot, and what sampling needs
+// of each row (nothing for a prompt row before its chunk's last; the greedy token of a sequence whose
+// sampler is greedy_only(); else the logits row). Returns those (Engine::decode_rows' DecodedRows; the
+// logits in a buffer the sampler may modify).
+using RowRunner = std::function<Expected<DecodedRows>(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                                      const std::vector<int32_t>& slots, const std::vector<RowNeed>& needs)>;
+
+// What a runner that computes every row's logits [rows, vocab] returns: greedy_token of the kArgmax
+// rows and the kLogits rows' logits.
+DecodedRows rows_from_logits(std::vector<float> logits, int64_t vocab, const std::vector<RowNeed>& needs);
 
 class BatchedSequences {
  public:

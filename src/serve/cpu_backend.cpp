@@ -76,8 +76,10 @@ Status CpuBackend::add(SequenceId id, SequenceStart start) { return sequences_->
 void CpuBackend::drop(SequenceId id) { sequences_->drop(id); }
 
 Expected<std::vector<StepOutput>> CpuBackend::step() {
-  return sequences_->step([this](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots) {
-    return run_rows(tokens, positions, slots);
+  return sequences_->step([this](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots,
+                                  const std::vector<RowNeed>& needs) -> Expected<DecodedRows> {
+    AC_ASSIGN_OR_RETURN(std::vector<float> logits, run_rows(tokens, positions, slots));
+    return rows_from_logits(std::move(logits), info_.vocab_size, needs);
   });
 }
 

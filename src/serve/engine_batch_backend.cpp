@@ -22,9 +22,8 @@ EngineBatchBackend::EngineBatchBackend(std::unique_ptr<Engine> engine)
 }
 
 Expected<std::vector<StepOutput>> EngineBatchBackend::step() {
-  return sequences_.step([this](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots) {
-    return engine_->decode_rows(tokens, positions, slots);
-  });
+  return sequences_.step([this](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots,
+                                 const std::vector<RowNeed>& needs) { return engine_->decode_rows(tokens, positions, slots, needs); });
 }
 
 }  // namespace agentcompile::serve

@@ -15,14 +15,20 @@ struct ByLogit {
   bool operator()(int32_t a, int32_t b) const { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); }
 };
 
-int32_t argmax(std::span<const float> logits) {
+}  // namespace
+
+int32_t greedy_token(std::span<const float> logits) {
   int32_t best = 0;
   for (size_t i = 1; i < logits.size(); ++i)
     if (logits[i] > logits[best]) best = static_cast<int32_t>(i);  // strict: ties stay on the lower id
   return best;
 }
 
-}  // namespace
+int32_t HostSampler::take(int32_t token) {
+  (void)uniform();  // sample() draws whatever the temperature
+  ++counts_[token];
+  return token;
+}
 
 TokenLogprob log_probabilities(std::span<const float> logits, int32_t token, int top) {
   double max = -std::numeric_limits<double>::infinity();
@@ -59,7 +65,7 @@ int32_t HostSampler::sample(std::span<float> logits, TokenLogprob* logprob) {
 
   int32_t token = 0;
   if (params_.temperature <= 0.f) {
-    token = argmax(logits);
+    token = greedy_token(logits);
   } else {
     const size_t vocab = logits.size();
     order_.resize(vocab);

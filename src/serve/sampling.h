@@ -45,6 +45,9 @@ struct TokenLogprob {
   std::vector<std::pair<int32_t, float>> top;
 };
 
+// The greedy token of a logits row: the largest logit, the lowest id among equal ones.
+int32_t greedy_token(std::span<const float> logits);
+
 class HostSampler {
  public:
   explicit HostSampler(const SamplingParams& params);
@@ -52,6 +55,12 @@ class HostSampler {
   // The next token from `logits` [vocab] (overwritten: penalties and temperature are applied in place);
   // fills `logprob` when the params ask for log-probabilities. Remembers the token for the penalties.
   int32_t sample(std::span<float> logits, TokenLogprob* logprob);
+  // Whether the next token is the logits' argmax and nothing more is asked (temperature 0, no
+  // penalties, no log-probabilities): a backend may then find it without handing the row over.
+  bool greedy_only() const { return params_.temperature <= 0.f && !params_.penalized() && !params_.logprobs; }
+  // Takes `token`, the argmax found elsewhere (greedy_token's rule), as sample() would have taken it:
+  // the draw consumed, the token counted.
+  int32_t take(int32_t token);
 
   const SamplingParams& params() const { return params_; }
 

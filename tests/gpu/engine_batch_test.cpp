@@ -79,6 +79,35 @@ TEST(EngineBatch, RowsOfManySequencesEqualEachAlone) {
       seen[s].emplace_back(logits->begin() + static_cast<int64_t>(s) * V, logits->begin() + static_cast<int64_t>(s + 1) * V);
       generated[s].push_back(argmax(seen[s].back().data()));
     }
+    // The same step again (it rewrites the same cache rows with the same values), asking each row for
+    // something else: the device's greedy token is a maximum of the row the first call returned, and
+    // the rows asked for come back whole, in order (equal to the first call's up to the kernels' own
+    // run-to-run rounding, which a near tie between random weights' logits could otherwise turn).
+    std::vector<RowNeed> needs;
+    for (size_t s = 0; s < prompts.size(); ++s) needs.push_back(s % 3 == 0 ? RowNeed::kArgmax : s % 3 == 1 ? RowNeed::kLogits : RowNeed::kNothing);
+    auto rows = (*engine)->decode_rows(ids, positions, slots, needs);
+    ASSERT_TRUE(rows) << rows.status().to_string();
+    ASSERT_EQ(rows->argmax.size(), prompts.size());
+    ASSERT_EQ(rows->logits.size(), 2 * static_cast<size_t>(V));
+    size_t full = 0;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const std::vector<float>& first = seen[s].back();
+      float scale = 1.f;
+      for (float v : first) scale = std::max(scale, std::abs(v));
+      if (needs[s] == RowNeed::kArgmax) {
+        ASSERT_GE(rows->argmax[s], 0) << "step " << step << ", row " << s;
+        ASSERT_LT(rows->argmax[s], V);
+        EXPECT_GE(first[static_cast<size_t>(rows->argmax[s])], first[static_cast<size_t>(generated[s].back())] - 1e-3f * scale)
+            << "step " << step << ", row " << s;
+      } else {
+        EXPECT_EQ(rows->argmax[s], -1);
+      }
+      if (needs[s] != RowNeed::kLogits) continue;
+      float diff = 0.f;
+      for (int64_t v = 0; v < V; ++v) diff = std::max(diff, std::abs(first[static_cast<size_t>(v)] - rows->logits[full * V + v]));
+      ++full;
+      EXPECT_LE(diff, 1e-3f * scale) << "step " << step << ", row " << s;
+    }
   }
 
   // Each sequence alone through prefill and the decode step (teacher forced on the batched tokens): the same

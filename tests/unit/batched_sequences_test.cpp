@@ -13,15 +13,17 @@ constexpr int64_t kVocab = 50;
 
 struct Call {
   std::vector<int32_t> tokens, positions, slots;
+  std::vector<RowNeed> needs;
 };
 
 // Logits whose argmax is (token + position + slot) % vocab, so every token depends on the row's fields.
 RowRunner scripted(std::vector<Call>& calls) {
-  return [&calls](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots) {
-    calls.push_back({tokens, positions, slots});
+  return [&calls](const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions, const std::vector<int32_t>& slots,
+                  const std::vector<RowNeed>& needs) {
+    calls.push_back({tokens, positions, slots, needs});
     std::vector<float> logits(tokens.size() * kVocab, 0.f);
     for (size_t r = 0; r < tokens.size(); ++r) logits[r * kVocab + (tokens[r] + positions[r] + slots[r]) % kVocab] = 1.f;
-    return Expected<std::vector<float>>(std::move(logits));
+    return Expected<DecodedRows>(rows_from_logits(std::move(logits), kVocab, needs));
   };
 }
 
@@ -67,6 +69,40 @@ TEST(BatchedSequences, DecodeRowsFirstThenPromptChunksWithinTheRowLimit) {
   EXPECT_EQ(fifth->size(), 3u);
 }
 
+// A step asks of each row only what its sequence samples from: nothing of a prompt row before its
+// chunk's last, the greedy token of a greedy sequence, the logits row of one that samples (or wants
+// log-probabilities); each gets its token from what came back.
+TEST(BatchedSequences, EachRowAsksForWhatItsSamplerNeeds) {
+  BatchedSequences sequences(BatchLimits{3, 64, 4, 0, kVocab});
+  std::vector<Call> calls;
+  ASSERT_TRUE(sequences.add(1, greedy({1, 2, 3}, 3)));
+  SamplingParams sampled;
+  sampled.temperature = 0.7f;
+  sampled.top_k = 1;  // a draw from the one most likely token: the argmax, through the sampling path
+  sampled.seed = 5;
+  ASSERT_TRUE(sequences.add(2, SequenceStart{{4, 5}, sampled, 3}));
+  SamplingParams logprobs;
+  logprobs.temperature = 0;
+  logprobs.logprobs = true;
+  ASSERT_TRUE(sequences.add(3, SequenceStart{{6}, logprobs, 3}));
+  auto first = sequences.step(scripted(calls));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(calls.back().needs, (std::vector<RowNeed>{RowNeed::kNothing, RowNeed::kNothing, RowNeed::kArgmax, RowNeed::kNothing,
+                                                      RowNeed::kLogits, RowNeed::kLogits}));
+  ASSERT_EQ(first->size(), 3u);
+  EXPECT_EQ((*first)[0].token, (3 + 2 + 0) % kVocab);
+  EXPECT_EQ((*first)[1].token, (5 + 1 + 1) % kVocab);
+  EXPECT_EQ((*first)[2].token, (6 + 0 + 2) % kVocab);
+  auto second = sequences.step(scripted(calls));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(calls.back().needs, (std::vector<RowNeed>{RowNeed::kArgmax, RowNeed::kLogits, RowNeed::kLogits}));
+  // A runner that returns the wrong shape is an error, not a wrong token.
+  auto broken = sequences.step([](const std::vector<int32_t>& tokens, const std::vector<int32_t>&, const std::vector<int32_t>&,
+                                  const std::vector<RowNeed>&) { return Expected<DecodedRows>(DecodedRows{std::vector<int32_t>(tokens.size(), -1), {}}); });
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.status().message().find("with logits) returned 0 logits"), std::string::npos) << broken.status().message();
+}
+
 TEST(BatchedSequences, LimitsAreErrors) {
   BatchedSequences sequences(BatchLimits{1, 8, 4, 0, kVocab});
   EXPECT_EQ(sequences.add(1, greedy({}, 1)).code(), ErrorCode::kInvalidArgument);
@@ -74,8 +110,8 @@ TEST(BatchedSequences, LimitsAreErrors) {
   EXPECT_EQ(sequences.add(1, greedy({kVocab}, 1)).code(), ErrorCode::kInvalidArgument) << "id past the vocabulary";
   ASSERT_TRUE(sequences.add(1, greedy({1}, 1)));
   EXPECT_EQ(sequences.add(2, greedy({1}, 1)).code(), ErrorCode::kResourceExhausted) << "one slot";
-  auto wrong = sequences.step([](const std::vector<int32_t>&, const std::vector<int32_t>&, const std::vector<int32_t>&) {
-    return Expected<std::vector<float>>(std::vector<float>(3));
+  auto wrong = sequences.step([](const std::vector<int32_t>&, const std::vector<int32_t>&, const std::vector<int32_t>&, const std::vector<RowNeed>&) {
+    return Expected<DecodedRows>(DecodedRows{{3}, std::vector<float>(3)});
   });
   EXPECT_FALSE(wrong) << "logits of the wrong size";
 }
