@@ -3,7 +3,7 @@
 // workspace, notes) and the rendered CUDA source. A refactor of the families or renderers that must
 // not change what the compiler does is checked against it (tests/unit/candidate_golden_test.cpp).
 //
-// Corpus: configs/qwen3-1.7b.json, llama-3.2-1b.json and qwen3-4b.json, every captured directory
+// Corpus: configs/qwen3-1.7b.json, llama-3.2-1b.json (also with decode_batch) and qwen3-4b.json, every captured directory
 // under tests/fixtures/captured/ (modules and tiny LMs: Gemma-3, Phi-3, OLMo-2, ...) and the
 // KernelBench-style primitive modules (tests/unit/primitive_modules.h) in f32 and f16. Each is
 // planned on an H200 and an A100 profile, fused (as `compile` does), unfused (--unfused) and with
@@ -114,14 +114,15 @@ struct DumpedModel {
   std::vector<DumpedCandidate> candidates;
 };
 
-// `quantize`: the model compiled with --quantize (its linear weights in a row format, ir/quant.h).
+// `quantize`: the model compiled with --quantize (its linear weights in a row format, ir/quant.h);
+// `batch_decode`: with decode_batch too (compile --batch-decode).
 inline void dump_source(const std::filesystem::path& path, const std::string& name, std::vector<DumpedModel>& out,
-                        const std::string& quantize = "", const emit::ModuleShard& shard = {}) {
+                        const std::string& quantize = "", const emit::ModuleShard& shard = {}, bool batch_decode = false) {
   auto formats = frontend::weight_format_options(quantize, false, /*gpu=*/true);
   ASSERT_TRUE(formats.has_value()) << name << ": " << formats.status().to_string();
   auto source = frontend::open_model(path, /*with_weights=*/false, *formats);
   ASSERT_TRUE(source.has_value()) << name << ": " << source.status().to_string();
-  auto prepared = emit::model_module(*source, /*batch_decode=*/false, shard);
+  auto prepared = emit::model_module(*source, batch_decode, shard);
   ASSERT_TRUE(prepared.has_value()) << name << ": " << prepared.status().to_string();
   DumpedModel model{name, {}};
   for (const DumpSetting& setting : dump_settings())
@@ -145,6 +146,8 @@ inline std::vector<DumpedModel> dump_corpus() {
   // points and bf16 scales.
   dump_source(root / "tests/fixtures/configs/qwen3-1.7b-f16.json", "qwen3-1.7b-f16-int4-g128", out, "int4:g128");
   dump_source(root / "tests/fixtures/configs/qwen3-1.7b-f16.json", "qwen3-1.7b-f16-int4-g32-zp-bf16", out, "int4:g32:zp:bf16");
+  // Batched decode (serve --max-concurrency): decode_batch's regions, its matmuls in the gemv_batch family.
+  dump_source(root / "configs" / "llama-3.2-1b.json", "llama-3.2-1b-batch", out, "", {}, /*batch_decode=*/true);
   // Tensor parallelism: a rank's module (per-rank GEMV shapes, the collective family's NCCL calls).
   dump_source(root / "configs" / "qwen3-8b.json", "qwen3-8b-tp2-rank1", out, "", {2, 1});
   std::vector<fs::path> captured;
