@@ -250,6 +250,27 @@ __device__ __forceinline__ void attention_whole_norms(const T* q, int q_width, c
 // Shared memory of the split kernel by the planner's rule (plan/families/attention_decode.cpp,
 // cluster_shared_bytes): the warps' partials and, with a cluster, every block's, with their max and sum.
 // Past the 48 KB a block has without opting in, the accumulators move to dynamic shared memory.
+// decode_batch's per-row form (ir/decode_batch.h): row blockIdx.z is one query of its own sequence, at
+// position pos[row] over the cache rows base[row] .. base[row] + pos[row]. The one-token kernels run on
+// that row's view: its query and output row, the caches from its first row, its position, and its own
+// block of the split's partials (NH * SPLITS * (D + 2) floats a row). Both arrays are the step's
+// inputs, written before the step: read before the producer wait, as the position is.
+template <int NH, int KV, int D, int SPLITS, typename T, typename W>
+__device__ __forceinline__ AttentionDecodeParams<T, W> attention_decode_row(AttentionDecodeParams<T, W> p, const int* base) {
+  const int row = blockIdx.z;
+  const size_t first = static_cast<size_t>(base[row]);
+  p.q += static_cast<size_t>(row) * NH * D;
+  p.out += static_cast<size_t>(row) * NH * D;
+  p.k += first * KV * D;
+  p.v += first * KV * D;
+  p.pos += row;
+  p.L -= static_cast<int>(first);
+  const size_t partials = static_cast<size_t>(row) * NH * SPLITS * (D + 2);
+  if (p.partial_acc) p.partial_acc += partials;
+  if (p.partial_ml) p.partial_ml += partials;
+  return p;
+}
+
 template <int D, int GROUP, int THREADS, int SPLITS, bool CLUSTER>
 __host__ __device__ constexpr bool attention_decode_dynamic_shared() {
   return CLUSTER && (THREADS / 32 + SPLITS) * GROUP * (D + 2) * 4 > 48 * 1024;

@@ -1,9 +1,10 @@
 // Planning decode_batch (ir/decode_batch.h): every unique region of Qwen3-1.7B's and Llama-3.2-1B's
 // batched decode gets candidates on an H200 and an A100 profile; the per-row forms are taken by the
-// kernels that implement them (rope_kv's ROWS variant, the reference attention's "rows" variant) and
-// refused by those that do not (attention_decode, the prologue-fused forms); every candidate of the
-// per-row regions compiles with NVRTC for sm_90a and sm_80. Admission against the interpreter runs on
-// the GPU (tests/gpu/decode_batch_admission_test.cpp).
+// kernels that implement them (rope_kv's ROWS variant, the reference attention's "rows" variant, the
+// split-KV decode attention on each row's view, a row per blockIdx.z with the split's partials a block
+// per row) and refused by those that do not (the prologue-fused forms); every candidate of the per-row
+// regions compiles with NVRTC for sm_90a and sm_80. Admission against the interpreter runs on the GPU
+// (tests/gpu/decode_batch_admission_test.cpp).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -63,8 +64,14 @@ TEST(DecodeBatchFamilies, EveryRegionIsPlannedAndThePerRowFormsByTheirKernels) {
       for (const auto& p : planned.plans)
         EXPECT_FALSE(p.candidates.empty()) << config << " " << device << " r" << p.unique_id << " ("
                                            << analysis::category_name(p.summary.category) << "): " << p.unplanned_reason;
-      EXPECT_EQ(planned.row_families, (std::set<std::string>{"rope_kv", "attention_reference"})) << config << " " << device;
+      EXPECT_EQ(planned.row_families, (std::set<std::string>{"rope_kv", "attention_reference", "attention_decode"})) << config << " " << device;
       for (const auto& job : planned.row_kernels) {
+        if (job.kernel.rfind("attention_decode_", 0) == 0) {
+          EXPECT_NE(job.kernel.find("_rows"), std::string::npos) << job.kernel;
+          EXPECT_NE(job.source.find("ac::attention_decode_row<"), std::string::npos) << job.kernel;
+          EXPECT_NE(job.source.find("const int* base = "), std::string::npos) << job.kernel;
+          continue;
+        }
         const bool rope = job.kernel.rfind("rope_kv_", 0) == 0;
         EXPECT_TRUE(rope ? job.kernel.find("_rows_") != std::string::npos : job.kernel.rfind("attention_reference_rows_", 0) == 0)
             << job.kernel;
@@ -72,6 +79,35 @@ TEST(DecodeBatchFamilies, EveryRegionIsPlannedAndThePerRowFormsByTheirKernels) {
         EXPECT_NE(job.source.find("p.base = "), std::string::npos) << job.kernel;
       }
     }
+}
+
+// The split-KV decode attention on decode_batch's attention region: it ranks above the reference
+// kernel, every launch has a block row per query row (grid z = T), and the two-launch split form asks
+// for its partials per row.
+TEST(DecodeBatchFamilies, TheSplitKvAttentionRunsARowPerZ) {
+  for (const char* config : {"qwen3-1.7b.json", "llama-3.2-1b.json"}) {
+    const Planned planned = plan_decode_batch(config, "h200");
+    int regions = 0;
+    for (const auto& p : planned.plans) {
+      if (p.summary.category != analysis::Category::kAttentionDecode) continue;
+      ++regions;
+      ASSERT_FALSE(p.candidates.empty());
+      EXPECT_EQ(p.candidates.front().family, "attention_decode") << config << " r" << p.unique_id;
+      int split = 0;
+      for (const auto& c : p.candidates) {
+        if (c.family != "attention_decode") continue;
+        EXPECT_TRUE(c.match.roles.count("base")) << c.name();
+        for (const plan::Launch& launch : c.launches) EXPECT_EQ(launch.grid_z.at(5), 5) << c.name() << " " << launch.kernel;
+        EXPECT_EQ(c.workspace_bytes_fixed, 0) << c.name();
+        if (c.launches.size() != 2) continue;
+        ++split;
+        EXPECT_EQ(c.workspace_bytes_per_token, c.match.facts.at("NH") * c.params.at("splits") * (c.match.facts.at("D") + 2) * 4)
+            << c.name();
+      }
+      EXPECT_GT(split, 0) << config << " r" << p.unique_id << ": a two-launch split candidate";
+    }
+    EXPECT_EQ(regions, 1) << config;
+  }
 }
 
 TEST(DecodeBatchFamilies, PerRowKernelsCompileForSm90aAndSm80) {

@@ -63,6 +63,11 @@ std::string render_attention_decode(const plan::AttentionDecodeConfig& config, c
   }
 
   if (m.window > 0) params << "  p.window = " << m.window << ";  // sliding window\n";
+  // decode_batch's per-row form: each launch works on its row's view (blockIdx.z).
+  const bool rows = m.rows();
+  if (rows) params << "  const int* base = " << slot_pointer(m.base, "int", true) << ";  // [T] each row's first cache row\n";
+  const std::string view = rows ? "ac::attention_decode_row<" + template_args({{"NH", NH}, {"KV", KV}, {"D", D}, {"SPLITS", splits}}) + ">(p, base)"
+                                : std::string("p");
   const std::string name = launches.front().kernel;
   std::vector<TemplateArg> split_args = {{"T", T},          {"D", D},          {"KV", KV},           {"GROUP", m.group()},
                                          {"THREADS", p.threads}, {"UNROLL", p.unroll}, {"PREFETCH", p.prefetch ? "true" : "false"},
@@ -75,11 +80,11 @@ std::string render_attention_decode(const plan::AttentionDecodeConfig& config, c
       << (prologue && m.prologue->rope ? rope_inv_freq_table(*m.prologue->rope, D) : "")
       << "extern \"C\" __global__ void __launch_bounds__(" << p.threads << ") "
       << (cluster ? "__cluster_dims__(" + std::to_string(splits) + ", 1, 1) " : "") << name << "(const ac::RegionArgs a) {\n"
-      << params.str() << "  ac::attention_decode_split<" << template_args(split_args) << ">(p);\n}\n";
+      << params.str() << "  ac::attention_decode_split<" << template_args(split_args) << ">(" << view << ");\n}\n";
   if (partials) {
     src << "\nextern \"C\" __global__ void __launch_bounds__(128) " << launches.at(1).kernel << "(const ac::RegionArgs a) {\n"
         << params.str() << "  ac::attention_decode_combine<" << template_args({{"T", T}, {"D", D}, {"CHUNK", p.chunk}, {"SPLITS", splits}})
-        << ">(p);\n}\n";
+        << ">(" << view << ");\n}\n";
   }
   return src.str();
 }

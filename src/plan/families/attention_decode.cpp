@@ -187,12 +187,15 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
     const auto view = read_attention_region(ctx, nullptr);
     if (!view) return std::nullopt;
     const ir::Node& n = *view->attention;
-    if (n.operands.size() != 4) return std::nullopt;  // decode_batch's per-row form: not this kernel's (yet)
-    const auto& q = ctx.function->type(n.operands[0]);  // [1, NH, D]
+    // One query token, or decode_batch's per-row form (q, k, v, pos[T], base[T]): T rows, each one
+    // query of its own sequence (blockIdx.z of both launches), with no prologue.
+    const bool rows = n.operands.size() == 5;
+    if (n.operands.size() != 4 && !rows) return std::nullopt;
+    const auto& q = ctx.function->type(n.operands[0]);  // [1 or T, NH, D]
     const auto& k = ctx.function->type(n.operands[1]);  // [L, KV, D]
     const auto& v = ctx.function->type(n.operands[2]);  // [L, KV, D]
     if (q.shape.size() != 3 || k.shape.size() != 3 || k != v) return std::nullopt;
-    if (!q.shape[0].is_static() || q.shape[0].value != 1) return std::nullopt;  // one query token
+    if (rows ? (q.shape[0].is_static() || view->prologue) : (!q.shape[0].is_static() || q.shape[0].value != 1)) return std::nullopt;
     if (!q.shape[1].is_static() || !q.shape[2].is_static() || !k.shape[1].is_static() || k.shape[2] != q.shape[2])
       return std::nullopt;
     if (q.dtype != k.dtype || (q.dtype != ir::DType::kF16 && q.dtype != ir::DType::kBF16)) return std::nullopt;
@@ -220,6 +223,7 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
       m.k = ctx.slot_of(n.operands[1]);
       m.v = ctx.slot_of(n.operands[2]);
     }
+    if (rows && (m.base = ctx.slot_of(n.operands[4])).empty()) return std::nullopt;
     for (const std::string* slot : {&m.q, &m.k, &m.v, &m.pos, &m.out})
       if (slot->empty()) return std::nullopt;
     m.NH = NH;
@@ -339,7 +343,7 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
     std::ostringstream name;
     const bool split = p.splits > 1;
     name << "attention_decode_" << (p.cluster ? "cluster" : split ? "split" : "single") << "_" << dtype_tag(m.dtype) << "_h" << m.NH
-         << "x" << m.KV << "_d" << m.D << (m.prologue ? prologue_name(*m.prologue) : "");
+         << "x" << m.KV << "_d" << m.D << (m.rows() ? "_rows" : "") << (m.prologue ? prologue_name(*m.prologue) : "");
     if (m.window > 0) name << "_win" << m.window;
     name << "_t" << p.threads << "_u" << p.unroll << (p.prefetch ? "p" : "");
     if (split) name << "_c" << p.chunk << "_s" << p.splits;
@@ -352,6 +356,7 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
     main.kernel = kernel_name(config);
     main.grid_x = Extent{0, config.schedule.splits, 1};
     main.grid_y = Extent{0, m.KV, 1};
+    if (m.rows()) main.grid_z = Extent{1, 0, 1};  // a row per z
     main.block_x = static_cast<int>(config.schedule.threads);
     if (config.schedule.cluster)
       main.shared_bytes = cluster_dynamic_shared_bytes(m.group(), m.D, config.schedule.threads, config.schedule.splits);
@@ -360,13 +365,21 @@ class AttentionDecodeFamily final : public TypedFamily<AttentionDecodeMatch, Att
     combine.kernel = main.kernel + "_combine";
     combine.grid_x = Extent{0, m.NH, 1};
     combine.grid_y = Extent{0, m.D / 32, 1};
+    if (m.rows()) combine.grid_z = Extent{1, 0, 1};
     combine.block_x = 128;
     return {main, combine};
   }
 
-  // Partials of the split launch: [NH, SPLITS, D] accumulators, then [NH, SPLITS, 2] max and sum.
+  // Partials of the split launch: [NH, SPLITS, D] accumulators, then [NH, SPLITS, 2] max and sum; in
+  // the per-row form one such block per row.
   int64_t workspace_bytes_fixed(const AttentionDecodeConfig& config) const override {
-    return config.partials() ? config.match.NH * config.schedule.splits * (config.match.D + 2) * 4 : 0;
+    return config.partials() && !config.match.rows() ? partial_bytes(config) : 0;
+  }
+  int64_t workspace_bytes_per_token(const AttentionDecodeConfig& config) const override {
+    return config.partials() && config.match.rows() ? partial_bytes(config) : 0;
+  }
+  static int64_t partial_bytes(const AttentionDecodeConfig& config) {
+    return config.match.NH * config.schedule.splits * (config.match.D + 2) * 4;
   }
 };
 
@@ -380,6 +393,7 @@ Match AttentionDecodeConfig::match_view() const {
   m.out_dtype = a.dtype;
   m.roles["pos"] = a.pos;
   m.roles["out"] = a.out;
+  if (a.rows()) m.roles["base"] = a.base;
   if (a.prologue) {
     add_prologue_to_match(*a.prologue, m);
   } else {

@@ -20,9 +20,13 @@ struct AttentionDecodeMatch {
   // Slots: the query [1, NH, D] (with a prologue the raw query input), the caches [L, KV, D], the
   // position and the output [1, NH, D].
   std::string q, k, v, pos, out;
+  // decode_batch's per-row form (ir/decode_batch.h): each row's first cache row [T], with q and out
+  // [T, NH, D] and pos [T] (each row one query of its own sequence); "" for the one-token form.
+  std::string base;
   std::optional<AttentionPrologue> prologue;
 
   int64_t group() const { return NH / KV; }
+  bool rows() const { return !base.empty(); }
   bool whole_norm() const { return prologue && prologue->q_norm_width > 0; }  // QK-norms over the projections
 };
 
