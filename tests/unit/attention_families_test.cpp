@@ -248,5 +248,31 @@ TEST(AttentionFamilies, EveryCandidateCompilesWithNvrtc) {
   }
 }
 
+// Llama-3 70B has 8 query heads per kv head (64 over 8, at any tensor-parallel degree): past the
+// register estimate the other models fit, so its decode attention is planned under the hardware's
+// limit instead of falling to the reference kernel, and those candidates compile (254 registers and
+// no spill for the 256-thread split kernel, ptxas on sm_90a).
+TEST(AttentionFamilies, EightQueryHeadsPerKvHeadGetTheSplitKvKernel) {
+  auto include = codegen::cuda_include_dir();
+  std::vector<codegen::CompileJob> jobs;
+  int regions = 0;
+  for (const auto& plan : plan_model({"llama-3.1-70b.json", ir::DType::kBF16, "decode"}, "h200")) {
+    const auto decode = of_family(plan, "attention_decode");
+    if (plan.summary.category != analysis::Category::kAttentionDecode) continue;
+    ++regions;
+    ASSERT_FALSE(decode.empty()) << "r" << plan.unique_id << ": only " << plan.candidates.front().name();
+    EXPECT_EQ(plan.candidates.front().family, "attention_decode");
+    for (const plan::Candidate* c : decode) {
+      EXPECT_EQ(c->match.facts.at("group"), 8) << c->name();
+      auto source = codegen::render_source(*c);
+      ASSERT_TRUE(source.has_value()) << source.status().to_string();
+      jobs.push_back({c->name(), *source});
+    }
+  }
+  EXPECT_EQ(regions, 1);
+  if (!include) GTEST_SKIP() << include.status().to_string();
+  testing::expect_nvrtc_compiles(jobs, "sm_90a");
+}
+
 }  // namespace
 }  // namespace agentcompile
