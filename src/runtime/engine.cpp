@@ -329,10 +329,13 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
       AC_ASSIGN_OR_RETURN(graphs_[b], runtime::DecodeGraph::capture(context_->stream(), [this, context] { return run_decode_step(context); }));
     }
     // decode_batch: one graph per row count (its buckets are of the rows alone; the step reads its ids,
-    // positions and row bases from batch_args_, which decode_rows fills before the replay).
+    // positions and row bases from batch_args_, which decode_rows fills before the replay). A row
+    // count whose bucket has no kernels gets no graph: decode_rows enqueues it, where that is an error naming it.
     if (batch_) {
       batch_graphs_.resize(static_cast<size_t>(kMaxBatchRows) + 1);
       for (int64_t rows = 1; rows <= kMaxBatchRows; ++rows) {
+        AC_ASSIGN_OR_RETURN(const size_t bucket, batch_->bucket_index(rows, batch_cache_.rows()));
+        if (!batch_->prepared(bucket)) continue;
         AC_ASSIGN_OR_RETURN(batch_graphs_[static_cast<size_t>(rows)],
                             runtime::DecodeGraph::capture(context_->stream(), [this, rows] {
                               return batch_->enqueue(rows, batch_cache_.rows(), context_->stream());
@@ -467,7 +470,7 @@ Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens,
   AC_TRY(batch_args_.upload(positions.data(), bytes, stride));
   AC_TRY(batch_args_.upload(bases.data(), bytes, 2 * stride));
   // decode_batch's buckets are of the batch alone; the context argument only bounds the cache.
-  if (batch_graphs_.empty()) {
+  if (batch_graphs_.empty() || !batch_graphs_[static_cast<size_t>(rows)]) {
     AC_TRY(batch_->enqueue(rows, batch_cache_.rows(), context_->stream()));
   } else {
     AC_TRY(batch_graphs_[static_cast<size_t>(rows)]->launch(context_->stream()));
