@@ -283,14 +283,19 @@ class Segmenter {
   // anyway, and its result never reaches memory.
   bool takes_norm_prologue(int index) const {
     if (!options_.norm_prologue || !current_ || current_->kind != RegionKind::kFusion) return false;
-    // A chain: each node reads the one before it, exactly one rmsnorm, float casts around it.
+    // A chain: each node reads the one before it, exactly one rmsnorm, float casts around it. It may
+    // open with the residual add whose sum the norm reads (h = x + skip of a 16-bit row: a
+    // tensor-parallel rank's all-reduced row, which no GEMV epilogue could add); h may be read
+    // after the region too (the next residual add): the kernel writes it.
     int norms = 0;
     for (size_t i = 0; i < current_->nodes.size(); ++i) {
       const ir::Node& n = node(current_->nodes[i]);
+      const bool opening_add = i == 0 && n.op == OpKind::kAdd && options_.residual_norm_prologue && opens_add_norm(n);
       if (n.op == OpKind::kRmsNorm) ++norms;
-      else if (!is_float_cast(n)) return false;
+      else if (!is_float_cast(n) && !opening_add) return false;
       if (i > 0 && n.operands[0] != node(current_->nodes[i - 1]).result) return false;
-      if (i + 1 < current_->nodes.size() && (facts_.users[static_cast<size_t>(n.result)].size() != 1 || facts_.is_result[static_cast<size_t>(n.result)]))
+      if (i + 1 < current_->nodes.size() && !opening_add &&
+          (facts_.users[static_cast<size_t>(n.result)].size() != 1 || facts_.is_result[static_cast<size_t>(n.result)]))
         return false;
     }
     if (norms != 1) return false;
@@ -307,6 +312,15 @@ class Segmenter {
       ++joined;
     }
     return joined == users.size();
+  }
+
+  // An add that may open a norm prologue: both operands and the sum of one type, a static single row
+  // of a 16-bit float (what the GEMV families stage).
+  bool opens_add_norm(const ir::Node& add) const {
+    const ir::TensorType& h = function_.type(add.result);
+    if (h.shape.size() != 2 || !h.shape[0].is_static() || h.shape[0].value != 1 || !ir::is_float(h.dtype) || ir::dtype_size(h.dtype) != 2)
+      return false;
+    return function_.type(add.operands[0]) == h && function_.type(add.operands[1]) == h;
   }
 
   // The residual-norm prologue rule, tried once the current region takes a norm prologue: the region

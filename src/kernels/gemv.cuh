@@ -166,11 +166,32 @@ __device__ __forceinline__ void gemv_residual_norm(GemvRowChunks<T, THREADS, KMA
   }
 }
 
+// The add-only prologue's first half: h = skip + x in fp32, rounded to T as the unfused add stores it;
+// the chunks of x become h's, and a non-null `h` (block 0's) receives the row for the next residual add.
+template <typename T, int THREADS, int KMAX>
+__device__ __forceinline__ void gemv_add_rows(GemvRowChunks<T, THREADS, KMAX>& x, const GemvRowChunks<T, THREADS, KMAX>& skip, int K, T* h) {
+#pragma unroll
+  for (int c = 0; c < GemvRowChunks<T, THREADS, KMAX>::kChunks; ++c) {
+    const int i = (c * THREADS + threadIdx.x) * 8;
+    if (i >= K) continue;
+    float xf[8], sf[8];
+    unpack8<T>(x.raw[c], xf);
+    unpack8<T>(skip.raw[c], sf);
+    alignas(16) T sum[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum[e] = from_float<T>(xf[e] + sf[e]);
+    x.raw[c] = *reinterpret_cast<const uint4*>(sum);
+    if (h) *reinterpret_cast<uint4*>(&h[i]) = x.raw[c];
+  }
+}
+
 // Stages x into shared memory: as it is, RMSNorm(x) (kGemvNorm), or RMSNorm(h) of the residual-norm
-// prologue (kGemvResidualNorm, block 0 writing h). Each thread keeps its chunks of the rows in
+// prologue (kGemvResidualNorm or kGemvAddNorm, block 0 writing h). Each thread keeps its chunks of the rows in
 // registers between the passes (only the block sums need barriers); the norm weights were loaded
 // before the producer wait. Ends with the block's barrier.
-enum GemvPrologue { kGemvNoNorm = 0, kGemvNorm = 1, kGemvResidualNorm = 2 };
+// kGemvAddNorm: the residual-norm prologue without its post-norm, h = skip + x (a tensor-parallel rank's
+// all-reduced row and the residual stream), block 0 writing h, then RMSNorm(h).
+enum GemvPrologue { kGemvNoNorm = 0, kGemvNorm = 1, kGemvResidualNorm = 2, kGemvAddNorm = 3 };
 
 template <typename T, typename OutT, typename W, int THREADS, int KMAX, int PROLOGUE>
 __device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT, W>& p, const GemvNormWeights<W, THREADS, KMAX>& norm_w,
@@ -189,6 +210,11 @@ __device__ __forceinline__ void gemv_stage_x(const GemvParams<T, OutT, W>& p, co
     skip.load(p.skip, K);
     gemv_residual_norm(x, skip, post_w, K, p.post_eps, scratch, blockIdx.x == 0 ? p.h : nullptr);
   }
+  if (PROLOGUE == kGemvAddNorm) {
+    GemvRowChunks<T, THREADS, KMAX> skip;
+    skip.load(p.skip, K);
+    gemv_add_rows(x, skip, K, blockIdx.x == 0 ? p.h : nullptr);
+  }
   gemv_normalize(x, norm_w, K, p.norm_eps, scratch, xs);
   __syncthreads();
 }
@@ -199,7 +225,7 @@ template <typename T, typename W = T>
 struct ResidualNormParams {
   const T* x;       // [rows, K] the post-norm's input
   const T* skip;    // [rows, K] the residual stream
-  const W* post_w;  // [K]
+  const W* post_w;  // [K]; null: h = skip + x (the add-only prologue)
   const W* norm_w;  // [K]
   T* h;             // [rows, K] skip + post-norm(x), may be null
   T* y;             // [rows, K] RMSNorm(h)
@@ -212,12 +238,16 @@ __device__ __forceinline__ void residual_norm_rows(const ResidualNormParams<T, W
   __shared__ float scratch[THREADS / 32];
   const long long offset = static_cast<long long>(blockIdx.x) * p.K;
   GemvNormWeights<W, THREADS, KMAX> post_w, norm_w;
-  load_norm_weights(p.post_w, p.K, post_w);
+  if (p.post_w) load_norm_weights(p.post_w, p.K, post_w);
   load_norm_weights(p.norm_w, p.K, norm_w);
   GemvRowChunks<T, THREADS, KMAX> x, skip;
   x.load(p.x + offset, p.K);
   skip.load(p.skip + offset, p.K);
-  gemv_residual_norm(x, skip, post_w, p.K, p.post_eps, scratch, p.h ? p.h + offset : nullptr);
+  if (p.post_w) {
+    gemv_residual_norm(x, skip, post_w, p.K, p.post_eps, scratch, p.h ? p.h + offset : nullptr);
+  } else {
+    gemv_add_rows(x, skip, p.K, p.h ? p.h + offset : nullptr);
+  }
   gemv_normalize(x, norm_w, p.K, p.norm_eps, scratch, p.y + offset);
 }
 

@@ -16,7 +16,9 @@ std::string render_gemv(const plan::GemvConfig& config, const std::vector<plan::
   const std::string T = cuda_type(m.dtype), O = cuda_type(m.out_dtype);
   const std::string name = launches.front().kernel;
   const bool gate_up = m.epilogue == plan::MatmulEpilogue::kGateUp;
-  const char* prologue = m.residual_norm ? "ac::kGemvResidualNorm" : m.norm ? "ac::kGemvNorm" : "ac::kGemvNoNorm";
+  const char* prologue = m.residual_norm ? (m.residual_norm->post_norm() ? "ac::kGemvResidualNorm" : "ac::kGemvAddNorm")
+                        : m.norm            ? "ac::kGemvNorm"
+                                            : "ac::kGemvNoNorm";
   const char* epilogue = m.epilogue == plan::MatmulEpilogue::kResidual ? "ac::kGemvResidual" : gate_up ? "ac::kGemvGateUp" : "ac::kGemvPlain";
   // f32 norm weights (Gemma's 1 + w) and a GELU gate: template arguments only where they apply.
   const bool norm_f32 = m.norm_f32;

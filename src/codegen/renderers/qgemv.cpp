@@ -21,7 +21,9 @@ std::string render_qgemv(const plan::QGemvConfig& config, const std::vector<plan
   const std::string name = launches.front().kernel;
   const bool gate_up = m.epilogue == plan::MatmulEpilogue::kGateUp;
   const char* format = layout.kind == ir::QuantLayout::Kind::kInt8Channel ? "ac::kQInt8" : layout.zero_points ? "ac::kQInt4Zp" : "ac::kQInt4";
-  const char* prologue = m.residual_norm ? "ac::kGemvResidualNorm" : m.norm ? "ac::kGemvNorm" : "ac::kGemvNoNorm";
+  const char* prologue = m.residual_norm ? (m.residual_norm->post_norm() ? "ac::kGemvResidualNorm" : "ac::kGemvAddNorm")
+                        : m.norm            ? "ac::kGemvNorm"
+                                            : "ac::kGemvNoNorm";
   const char* epilogue = m.epilogue == plan::MatmulEpilogue::kResidual ? "ac::kGemvResidual" : gate_up ? "ac::kGemvGateUp" : "ac::kGemvPlain";
   const bool norm_f32 = m.norm_f32;
   const bool act = m.gate_act != plan::GateActivation::kSilu;

@@ -73,6 +73,10 @@ std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCo
   for (; first_linear < ctx.size() && ctx.node(static_cast<int>(first_linear)).op != OpKind::kLinear; ++first_linear) {
     const ir::Node& n = ctx.node(static_cast<int>(first_linear));
     const ir::ValueId before = first_linear > 0 ? ctx.node(static_cast<int>(first_linear) - 1).result : ir::kNoValue;
+    if (n.op == OpKind::kAdd && first_linear == 0) {  // the add-only form: h = x + skip opens the region
+      add = &n;
+      continue;
+    }
     if (n.op == OpKind::kAdd && rms && !add) {
       if (n.operands[0] != before && n.operands[1] != before) return std::nullopt;
       add = &n;
@@ -116,7 +120,15 @@ std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCo
     m.norm_f32 = w_dtype != m.dtype;
     m.norm = NormPrologue{ctx.slot_of(rms->operands[1]), static_cast<float>(rms->float_attr("eps"))};
   }
-  if (add) {
+  if (add && !post_rms) {
+    // h = x + skip, x the add's first operand (where the region's x is read), 16-bit like the GEMV's
+    // rows; h an output where the next residual add reads it.
+    const ir::ValueId skip = add->operands[1];
+    if (!rms || ir::dtype_size(x_type.dtype) != 2 || ctx.function->type(skip) != x_type || ctx.function->type(add->result) != x_type)
+      return std::nullopt;
+    m.residual_norm = ResidualNormPrologue{ctx.slot_of(skip), "", ctx.slot_of(add->result), 0.f};
+    if (m.residual_norm->skip.empty()) return std::nullopt;
+  } else if (add) {
     // h = residual + rmsnorm(x): the residual ("skip") and h of x's type, the post-norm's weights of
     // the same dtype as the second norm's (the kernels take one weight type). h is an output where
     // the next residual add reads it.
@@ -178,7 +190,8 @@ std::optional<MatmulMatch> match_matmul_region(const RegionContext& ctx, TokenCo
     return std::nullopt;
   }
   // An intermediate that escapes the region (no slot) is not this family's shape.
-  if (m.x.empty() || (m.norm && m.norm->w.empty()) || (m.residual_norm && (m.residual_norm->skip.empty() || m.residual_norm->post_w.empty())))
+  if (m.x.empty() || (m.norm && m.norm->w.empty()) ||
+      (m.residual_norm && (m.residual_norm->skip.empty() || (post_rms && m.residual_norm->post_w.empty()))))
     return std::nullopt;
   for (size_t i = 0; i < m.segments.size(); ++i)
     if (m.segments[i].w.empty() || (m.segments[i].y.empty() && !(m.epilogue == MatmulEpilogue::kGateUp && i == 1))) return std::nullopt;
@@ -210,10 +223,14 @@ void add_matmul_view(const MatmulMatch& mm, Match& m) {
   }
   if (mm.residual_norm) {
     m.roles["skip"] = mm.residual_norm->skip;
-    m.roles["post_w"] = mm.residual_norm->post_w;
     if (!mm.residual_norm->h.empty()) m.roles["h"] = mm.residual_norm->h;
-    m.facts["post_norm"] = 1;
-    m.facts["post_eps_bits"] = std::bit_cast<uint32_t>(mm.residual_norm->eps);
+    if (mm.residual_norm->post_norm()) {
+      m.roles["post_w"] = mm.residual_norm->post_w;
+      m.facts["post_norm"] = 1;
+      m.facts["post_eps_bits"] = std::bit_cast<uint32_t>(mm.residual_norm->eps);
+    } else {
+      m.facts["add_norm"] = 1;
+    }
   }
   for (size_t i = 0; i < mm.segments.size(); ++i) {
     const MatmulSegment& segment = mm.segments[i];
@@ -237,7 +254,8 @@ std::string matmul_epilogue_name(MatmulEpilogue epilogue) {
 }
 
 std::string matmul_prologue_tag(const MatmulMatch& match) {
-  return std::string(match.residual_norm ? "rmsnorm_add_" : "") + (match.norm ? "rmsnorm_" : "");
+  const char* before = !match.residual_norm ? "" : match.residual_norm->post_norm() ? "rmsnorm_add_" : "add_";
+  return std::string(before) + (match.norm ? "rmsnorm_" : "");
 }
 
 std::string matmul_epilogue_tag(const MatmulMatch& match) {

@@ -10,6 +10,8 @@
 // A residual-norm prologue (Gemma's sandwich norms; analysis/regions.h) comes before that norm:
 // h = skip + rmsnorm(x) * post_w, and the norm prologue normalizes h; both norms' weights have one
 // dtype. The kernels round h to x's dtype, as the unfused region stores it, and normalize the rounded h.
+// Its add-only form (a region that opens with the residual add, h = x + skip: a tensor-parallel rank's
+// all-reduced row and the residual stream) has no post-norm.
 //
 // The serialized view (add_matmul_view): roles x, w0..w2, b0..b2 (biases), y0..y2, residual, norm_w,
 // skip, post_w, h; facts K, N (total rows, or the gate rows), rows0..rows2, gate_act (GateActivation)
@@ -46,12 +48,15 @@ struct NormPrologue {
   float eps = 0;
 };
 
-// h = skip + rmsnorm(x) * post_w, before the norm prologue (which then normalizes h).
+// h = skip + rmsnorm(x) * post_w, before the norm prologue (which then normalizes h); or, without a
+// post-norm, h = skip + x: the residual add after a tensor-parallel all-reduce, whose sum no GEMV
+// epilogue can take (the all-reduce comes between).
 struct ResidualNormPrologue {
   std::string skip;    // the residual stream [K]
-  std::string post_w;  // the post-norm's weight [K]
+  std::string post_w;  // the post-norm's weight [K]; "" without a post-norm
   std::string h;       // output slot of h; "" when only the norm reads it
   float eps = 0;
+  bool post_norm() const { return !post_w.empty(); }
 };
 
 struct MatmulMatch {
