@@ -28,6 +28,7 @@
 
 #include "activation.cuh"
 #include "common.cuh"
+#include "gemm.cuh"  // mma_16816: one m16n8k16 tile, f16 or bf16 in, f32 accumulators
 #include "gemv.cuh"
 
 namespace ac {
@@ -42,31 +43,6 @@ struct GemvBatchParams {
   int rows[3];        // rows per segment; gate_up: N in rows[0]
   int K;
   int tokens;         // T of the call
-};
-
-// d += A·B, m16n8k16, f32 accumulators; a0..a3 and b0, b1 as mma.sync orders the fragments; the
-// instruction of T (f16 or bf16 inputs).
-template <typename T>
-struct GemvBatchMma;
-
-template <>
-struct GemvBatchMma<__half> {
-  static __device__ __forceinline__ void run(float (&d)[4], unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3,
-                                             unsigned int b0, unsigned int b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-
-template <>
-struct GemvBatchMma<__nv_bfloat16> {
-  static __device__ __forceinline__ void run(float (&d)[4], unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3,
-                                             unsigned int b0, unsigned int b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
 };
 
 // x's 8 elements at `p` through the read-only data cache.
@@ -154,10 +130,11 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
 #pragma unroll
       for (int m = 0; m < kMats; ++m) {
         const uint4 lo = w[i][0][m], hi = w[i][1][m];
+        const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};  // k 8t..8t+3, 8t+4..8t+7
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
-          GemvBatchMma<T>::run(acc[i][j][m], lo.x, hi.x, lo.y, hi.y, xb[j].x, xb[j].y);
-          GemvBatchMma<T>::run(acc[i][j][m], lo.z, hi.z, lo.w, hi.w, xb[j].z, xb[j].w);
+          mma_16816<T>(acc[i][j][m], a0, xb[j].x, xb[j].y);
+          mma_16816<T>(acc[i][j][m], a1, xb[j].z, xb[j].w);
         }
       }
   };

@@ -487,7 +487,7 @@ Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens,
   result.argmax.assign(static_cast<size_t>(rows), -1);
   std::vector<int32_t> device_argmax(static_cast<size_t>(rows));
   if (argmax_wanted && row_argmax_) AC_TRY(row_argmax_out_.download(device_argmax.data(), device_argmax.size() * sizeof(int32_t)));
-  std::vector<float> row(V);
+  std::vector<float> row;  // an argmax row taken on the host (an artifact without the kernel)
   for (int64_t r = 0; r < rows; ++r) {
     const RowNeed need = needs[static_cast<size_t>(r)];
     if (need == RowNeed::kNothing) continue;
@@ -495,6 +495,7 @@ Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens,
     if (need == RowNeed::kArgmax && row_argmax_) {
       result.argmax[static_cast<size_t>(r)] = device_argmax[static_cast<size_t>(r)];
     } else if (need == RowNeed::kArgmax) {  // an artifact without the kernel: the row comes back, the host takes its argmax
+      row.resize(V);
       AC_CU(gpu::driver_api()->MemcpyDtoH(row.data(), at, V * sizeof(float)), "cuMemcpyDtoH(decode_batch logits row)");
       result.argmax[static_cast<size_t>(r)] = row_argmax(row);
     } else {

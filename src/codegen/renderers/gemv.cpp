@@ -38,16 +38,7 @@ std::string render_gemv(const plan::GemvConfig& config, const std::vector<plan::
       << "  p.x = " << slot_pointer(m.x, T, true) << ";  // [K]\n"
       << matmul_prologue_bindings(m, T, W)
       << "  p.residual = " << slot_pointer(m.residual, T, true) << ";  // [N]\n";
-  for (size_t s = 0; s < 3; ++s) {
-    const std::string i = std::to_string(s);
-    const bool has_segment = s < m.segments.size();
-    const plan::MatmulSegment segment = has_segment ? m.segments[s] : plan::MatmulSegment{};
-    const std::string rows = gate_up ? (s == 0 ? std::to_string(m.N) : "0") : std::to_string(segment.rows);
-    src << "  p.w[" << i << "] = " << slot_pointer(segment.w, T, true) << ";\n"
-        << "  p.bias[" << i << "] = " << slot_pointer(segment.b, T, true) << ";\n"
-        << "  p.y[" << i << "] = " << (!gate_up || s == 0 ? slot_pointer(segment.y, O, false) : "nullptr") << ";\n"
-        << "  p.rows[" << i << "] = " << rows << ";\n";
-  }
+  src << matmul_segment_bindings(m, T, O);
   src << "  p.K = " << m.K << ";\n"
       << "  ac::gemv<" << template_args(args) << ">(p);\n}\n";
   return src.str();

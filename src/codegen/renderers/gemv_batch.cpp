@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "codegen/render.h"
+#include "codegen/renderers/matmul_prologue.h"
 #include "codegen/renderers/renderer.h"
 #include "plan/families/gemv_batch.h"
 
@@ -27,15 +28,7 @@ std::string render_gemv_batch(const plan::GemvBatchConfig& config, const std::ve
       << "  ac::GemvBatchParams<" << template_args({{"T", T}, {"OutT", O}}) << "> p;\n"
       << "  p.x = " << slot_pointer(m.x, T, true) << ";  // [T, K]\n"
       << "  p.residual = " << slot_pointer(m.residual, T, true) << ";  // [T, N]\n";
-  for (size_t s = 0; s < 3; ++s) {
-    const std::string i = std::to_string(s);
-    const plan::MatmulSegment segment = s < m.segments.size() ? m.segments[s] : plan::MatmulSegment{};
-    const std::string rows = gate_up ? (s == 0 ? std::to_string(m.N) : "0") : std::to_string(segment.rows);
-    src << "  p.w[" << i << "] = " << slot_pointer(segment.w, T, true) << ";\n"
-        << "  p.bias[" << i << "] = " << slot_pointer(segment.b, T, true) << ";\n"
-        << "  p.y[" << i << "] = " << (!gate_up || s == 0 ? slot_pointer(segment.y, O, false) : "nullptr") << ";\n"
-        << "  p.rows[" << i << "] = " << rows << ";\n";
-  }
+  src << matmul_segment_bindings(m, T, O);
   src << "  p.K = " << m.K << ";\n"
       << "  p.tokens = a.T;\n"
       << "  ac::gemv_batch<" << template_args(args) << ">(p);\n}\n";
