@@ -63,6 +63,10 @@ struct AttentionDecodeParams {
   T* v_cache;              // = v
   float rope_scale = 1.f;  // factor on the RoPE cos and sin
   int window = 0;          // > 0: query at pos sees keys pos-window+1 .. pos only
+  // Keys before pos were cached by earlier steps, so they may be loaded before the producer's grid is
+  // waited for. Not in decode_batch's per-row form (attention_decode_row): the rows of a prompt chunk
+  // share a sequence, and its append (the producer) writes every row's key in the same step.
+  bool older_keys_cached = true;
 };
 
 constexpr float kAttnNegBig = -3.0e38f;  // start of the running max: finite, so exp2(m - m') is never NaN
@@ -265,6 +269,7 @@ __device__ __forceinline__ AttentionDecodeParams<T, W> attention_decode_row(Atte
   p.v += first * KV * D;
   p.pos += row;
   p.L -= static_cast<int>(first);
+  p.older_keys_cached = false;
   const size_t partials = static_cast<size_t>(row) * NH * SPLITS * (D + 2);
   if (p.partial_acc) p.partial_acc += partials;
   if (p.partial_ml) p.partial_ml += partials;
@@ -340,7 +345,8 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
     }
   };
   uint4 kr[UNROLL], vr[UNROLL];
-  if (begin < old_end) load_step(kr, vr, begin);  // cached rows: in flight before the wait
+  const bool load_early = p.older_keys_cached && begin < old_end;  // block-uniform
+  if (load_early) load_step(kr, vr, begin);  // cached rows: in flight before the wait
   // QK-norm weights: one row for every head, or with WHOLE_NORM each query head's own.
   constexpr int kNormRows = WHOLE_NORM ? GROUP : 1;
   float q_norm_w[kNormRows][8], k_norm_w[8];
@@ -359,6 +365,7 @@ __device__ __forceinline__ void attention_decode_split(const AttentionDecodePara
 
   wait_for_producer_grid();
   launch_dependent_grids();
+  if (!load_early && begin < old_end) load_step(kr, vr, begin);
 
   // The producer's rows (the query, and the newest key and value) are all requested before any is
   // used: one round trip to L2 instead of one per row.
