@@ -165,19 +165,24 @@ bool cublas_bias_in_fp32(const MatmulMatch& m) {
   return false;
 }
 
+namespace {
+int64_t round_up(int64_t bytes, int64_t multiple) { return (bytes + multiple - 1) / multiple * multiple; }
+}  // namespace
+
 int64_t cublas_normalized_row_offset(const MatmulMatch& m) {
-  if (m.epilogue == MatmulEpilogue::kGateUp) return 2 * m.N * 4;
-  return cublas_bias_in_fp32(m) ? m.N * 4 : 0;
+  if (m.epilogue == MatmulEpilogue::kGateUp) return round_up(2 * m.N * 4, 16);
+  return cublas_bias_in_fp32(m) ? round_up(m.N * 4, 16) : 0;
 }
 
 int64_t cublas_per_token_bytes(const MatmulMatch& m) {
-  return cublas_normalized_row_offset(m) + (m.norm ? m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0);
+  const int64_t bytes = cublas_normalized_row_offset(m) + (m.norm ? m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)) : 0);
+  return weights_are_plain(m) ? bytes : round_up(bytes, 256);
 }
 
 int64_t cublas_dequantized_offset(const MatmulMatch& m, size_t segment) {
   int64_t offset = 0;
   for (size_t s = 0; s < segment && s < m.segments.size(); ++s)
-    offset += (m.segments[s].rows * m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)) + 255) / 256 * 256;
+    offset += round_up(m.segments[s].rows * m.K * static_cast<int64_t>(ir::dtype_size(m.dtype)), 256);
   return offset;
 }
 

@@ -39,12 +39,15 @@ constexpr int kCublasNormThreads = 256;
 bool cublas_bias_in_fp32(const MatmulMatch& match);
 
 // Where the normalized row of a norm prologue starts in the workspace, in bytes per token: after
-// the fp32 gate and up results of a gate_up epilogue, or the fp32 products of a bias in fp32.
+// the fp32 gate and up results of a gate_up epilogue, or the fp32 products of a bias in fp32;
+// rounded up to 16 bytes, so the row is aligned for the norm kernel's 16-byte stores at any T.
 int64_t cublas_normalized_row_offset(const MatmulMatch& match);
 
 // Quantized weights (a row format, qgemv_reads): each linear's weight is dequantized to x's dtype
 // into the workspace's fixed part, after the per-token part, and its GEMM reads it from there.
-// Bytes per token before the fixed part, and the start of segment `s`'s rows within the fixed part.
+// Bytes per token before the fixed part (a multiple of 256, so the fixed part starts aligned at any T:
+// cuBLAS failed to launch on f16 weights 8 bytes off, gate/up with N=3 on an H200), and the start of
+// segment `s`'s rows within the fixed part.
 int64_t cublas_per_token_bytes(const MatmulMatch& match);
 int64_t cublas_dequantized_offset(const MatmulMatch& match, size_t segment);
 // Threads of a dequantize launch (one block per weight row).
