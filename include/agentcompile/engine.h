@@ -124,11 +124,14 @@ class Engine {
   // Returns float32 logits [ids.size(), vocab], row i after consuming ids[i].
   Expected<std::vector<float>> teacher_forced_logits(std::span<const int32_t> ids, int64_t prefill);
 
-  // Batched decode (EngineOptions::batch_slots > 0): one call of decode_batch (ir/decode_batch.h) over
-  // 1..kMaxBatchRows rows, row i the token tokens[i] of the sequence in KV slot slots[i] at position
-  // positions[i] (a prompt chunk is rows of one slot at consecutive positions). Returns float32 logits
-  // [rows, vocab]; the caller samples. With CUDA graphs on, the step replays a graph per row count
-  // (1..kMaxBatchRows, captured at load). generate() keeps its own cache and kernels, unchanged.
+  // Batched decode (EngineOptions::batch_slots > 0): one step over 1..kMaxBatchRows rows, row i the
+  // token tokens[i] of the sequence in KV slot slots[i] at position positions[i] (a prompt chunk is
+  // rows of one slot at consecutive positions). Rows of several sequences run as one call of
+  // decode_batch (ir/decode_batch.h; with CUDA graphs on, a graph per row count captured at load);
+  // rows of one sequence run on its slot through the single-sequence functions, which are faster for
+  // it: the decode step for one row (a graph per slot and decode bucket, captured at load), prefill
+  // for a chunk (then up to prefill_chunk rows, provided no row before the last needs anything).
+  // Returns float32 logits [rows, vocab]; the caller samples. generate() keeps its own cache.
   Expected<std::vector<float>> decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                            std::span<const int32_t> slots);
   // The same step, returning of each row only what its sampler needs (`needs`, one per row): nothing

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "analysis/weight_traffic.h"
@@ -52,6 +53,12 @@ class Engine::Impl {
   // the graph captured for the context's bucket.
   Status run_decode_step(int64_t context);
   Status decode_step(int64_t context);
+  // Points `f` at `cache` for its next calls (a no-op where it already is).
+  static Status use_cache(runtime::FunctionExecutor& f, const runtime::KvCache& cache);
+  // decode_rows' path for rows of one sequence at consecutive positions (see slot_caches_).
+  Expected<DecodedRows> slot_rows(std::span<const int32_t> tokens, int32_t start, int32_t slot, std::span<const RowNeed> needs);
+  // What each row of a step's logits `out` ([rows, vocab] f32 on the device) gives its sampler.
+  Expected<DecodedRows> gather_rows(CUdeviceptr out, int64_t rows, std::span<const RowNeed> needs);
 
   EngineOptions options_;
   frontend::ModelSource source_;
@@ -76,6 +83,13 @@ class Engine::Impl {
   runtime::KvCache batch_cache_;
   gpu::DeviceBuffer batch_args_;
   std::unique_ptr<runtime::FunctionExecutor> batch_;
+  // Each slot's rows viewed as a cache of its own, on which the single-sequence functions run: a
+  // step whose rows are one sequence's (a prompt chunk, or the one sequence decoding) goes through
+  // prefill or the decode step there, far faster than decode_batch for one sequence (Qwen3-1.7B on an
+  // H200: decode_batch 1.7 ms a row alone, the decode step 1.0 ms). The decode step replays a graph
+  // per (slot, decode bucket), captured at load.
+  std::vector<runtime::KvCache> slot_caches_;
+  std::map<std::pair<int32_t, size_t>, std::unique_ptr<runtime::DecodeGraph>> slot_graphs_;
   // The rows' greedy tokens on the device (emit::kRowArgmaxKernel); null where the artifact predates it.
   std::unique_ptr<gpu::CudaModule> row_argmax_module_;
   CUfunction row_argmax_ = nullptr;
@@ -307,6 +321,10 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
     batch_bind.programmatic_launch = info.programmatic_launch;
     AC_ASSIGN_OR_RETURN(batch_, runtime::FunctionExecutor::create(*batch_fn, artifact_, kernels_, batch_bind, kMaxBatchRows));
     info.batch_slots = options.batch_slots;
+    for (int64_t slot = 0; slot < options.batch_slots; ++slot) {
+      AC_ASSIGN_OR_RETURN(runtime::KvCache view, batch_cache_.rows_view(slot * budget.context, budget.context));
+      slot_caches_.push_back(std::move(view));
+    }
     info.kv_cache_bytes += static_cast<int64_t>(batch_cache_.bytes());
     info.activation_bytes += static_cast<int64_t>(batch_->arena_bytes());
     info.workspace_bytes += static_cast<int64_t>(batch_->workspace_bytes());
@@ -341,6 +359,19 @@ Status Engine::Impl::load(const EngineOptions& options, const ProgressFn& progre
                               return batch_->enqueue(rows, batch_cache_.rows(), context_->stream());
                             }));
       }
+      // The decode step on each slot (a sequence decoding alone), captured now rather than on a
+      // sequence's first step.
+      for (int32_t slot = 0; slot < static_cast<int32_t>(slot_caches_.size()); ++slot) {
+        AC_TRY(use_cache(*decode_, slot_caches_[static_cast<size_t>(slot)]));
+        for (size_t b = 0; b < buckets.size(); ++b) {
+          if (!decode_->prepared(b)) continue;
+          const int64_t context = std::max<int64_t>(1, buckets[b].min_context);
+          AC_ASSIGN_OR_RETURN(slot_graphs_[std::make_pair(slot, b)], runtime::DecodeGraph::capture(context_->stream(), [this, context] {
+                                return decode_->enqueue(1, context, context_->stream());
+                              }));
+        }
+      }
+      AC_TRY(use_cache(*decode_, cache_));
     }
   }
   AC_TRY(context_->synchronize());
@@ -400,6 +431,8 @@ Expected<GenerateResult> Engine::Impl::generate(std::span<const int32_t> prompt,
   if (options.stop_at_eos) stops = eos_;
   stops.insert(options.extra_stop_ids.begin(), options.extra_stop_ids.end());
 
+  AC_TRY(use_cache(*prefill_, cache_));
+  AC_TRY(use_cache(*decode_, cache_));
   AC_TRY(sampler_->reset(prompt, options.sampling));
   const CUstream stream = context_->stream();
   AC_TRY(events_->record_start(stream));
@@ -426,6 +459,8 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
     return error(ErrorCode::kInvalidArgument, "teacher forcing prefills up to " + std::to_string(info.prefill_chunk) + " tokens in one call");
   const size_t V = static_cast<size_t>(info.vocab_size);
   std::vector<float> logits(static_cast<size_t>(n) * V);
+  AC_TRY(use_cache(*prefill_, cache_));
+  AC_TRY(use_cache(*decode_, cache_));
   AC_TRY(sampler_->reset({}, SamplingOptions{}));
   const gpu::DriverApi& api = *gpu::driver_api();
   for (int64_t t = 1; t <= prefill; ++t) {
@@ -447,24 +482,38 @@ Expected<std::vector<float>> Engine::Impl::teacher_forced_logits(std::span<const
   return logits;
 }
 
+Status Engine::Impl::use_cache(runtime::FunctionExecutor& f, const runtime::KvCache& cache) {
+  return f.cache() == &cache ? Status::ok() : f.bind_cache(cache);
+}
+
 Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                                std::span<const int32_t> slots, std::span<const RowNeed> needs) {
   AC_TRY(context_->make_current());
   if (!batch_) return error(ErrorCode::kInvalidArgument, "the engine was loaded without batch slots (EngineOptions::batch_slots)");
   const auto rows = static_cast<int64_t>(tokens.size());
-  if (rows < 1 || rows > kMaxBatchRows || positions.size() != tokens.size() || slots.size() != tokens.size() || needs.size() != tokens.size())
-    return error(ErrorCode::kInvalidArgument, "a batched step takes 1.." + std::to_string(kMaxBatchRows) + " rows with one position and slot each; got " +
-                                                  std::to_string(tokens.size()) + " ids, " + std::to_string(positions.size()) + " positions, " +
-                                                  std::to_string(slots.size()) + " slots, " + std::to_string(needs.size()) + " needs");
+  if (rows < 1 || positions.size() != tokens.size() || slots.size() != tokens.size() || needs.size() != tokens.size())
+    return error(ErrorCode::kInvalidArgument, "a batched step takes rows with one position, slot and need each; got " + std::to_string(tokens.size()) +
+                                                  " ids, " + std::to_string(positions.size()) + " positions, " + std::to_string(slots.size()) +
+                                                  " slots, " + std::to_string(needs.size()) + " needs");
   AC_TRY(check_ids(tokens, "row"));
   std::vector<int32_t> bases(tokens.size());
+  bool one_sequence = true;  // every row the same slot's, at consecutive positions
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (slots[i] < 0 || slots[i] >= info.batch_slots || positions[i] < 0 || positions[i] >= info.max_context)
       return error(ErrorCode::kInvalidArgument, "row " + std::to_string(i) + ": slot " + std::to_string(slots[i]) + " and position " +
                                                     std::to_string(positions[i]) + " must lie in 0.." + std::to_string(info.batch_slots - 1) +
                                                     " and 0.." + std::to_string(info.max_context - 1));
     bases[i] = static_cast<int32_t>(slots[i] * info.max_context);
+    if (i > 0) one_sequence &= slots[i] == slots[0] && positions[i] == positions[i - 1] + 1;
   }
+  // One sequence's rows run on its slot through prefill or the decode step, where prefill's one
+  // logits row (the chunk's last) is all the rows need.
+  const bool only_last = std::all_of(needs.begin(), needs.end() - 1, [](RowNeed n) { return n == RowNeed::kNothing; });
+  if (one_sequence && only_last && rows <= info.prefill_chunk) return slot_rows(tokens, positions[0], slots[0], needs);
+  if (rows > kMaxBatchRows)
+    return error(ErrorCode::kInvalidArgument, "a batched step takes 1.." + std::to_string(kMaxBatchRows) + " rows (up to " +
+                                                  std::to_string(info.prefill_chunk) + " of one sequence whose rows before the last need nothing); got " +
+                                                  std::to_string(rows));
   const size_t stride = kMaxBatchRows * sizeof(int32_t), bytes = tokens.size() * sizeof(int32_t);
   AC_TRY(batch_args_.upload(tokens.data(), bytes, 0));
   AC_TRY(batch_args_.upload(positions.data(), bytes, stride));
@@ -476,6 +525,48 @@ Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens,
     AC_TRY(batch_graphs_[static_cast<size_t>(rows)]->launch(context_->stream()));
   }
   AC_ASSIGN_OR_RETURN(CUdeviceptr out, batch_->result_address(rows, 0));
+  return gather_rows(out, rows, needs);
+}
+
+Expected<DecodedRows> Engine::Impl::slot_rows(std::span<const int32_t> tokens, int32_t start, int32_t slot, std::span<const RowNeed> needs) {
+  const runtime::KvCache& cache = slot_caches_[static_cast<size_t>(slot)];
+  const auto rows = static_cast<int64_t>(tokens.size());
+  const CUstream stream = context_->stream();
+  CUdeviceptr out = 0;
+  if (rows == 1) {
+    AC_TRY(use_cache(*decode_, cache));
+    AC_TRY(sampler_->set_next_token(tokens[0]));
+    AC_TRY(sampler_->set_position(start));
+    const int64_t context = start + 1;
+    if (graphs_.empty()) {
+      AC_TRY(decode_->enqueue(1, context, stream));
+    } else {
+      AC_ASSIGN_OR_RETURN(const size_t bucket, decode_->bucket_index(1, context));
+      std::unique_ptr<runtime::DecodeGraph>& graph = slot_graphs_[{slot, bucket}];
+      if (!graph) {
+        const int64_t first = std::max<int64_t>(1, decode_->buckets()[bucket].min_context);
+        AC_ASSIGN_OR_RETURN(graph, runtime::DecodeGraph::capture(stream, [&] { return decode_->enqueue(1, first, stream); }));
+      }
+      AC_TRY(graph->launch(stream));
+    }
+    AC_ASSIGN_OR_RETURN(out, decode_->result_address(1, 0));
+  } else {
+    AC_TRY(use_cache(*prefill_, cache));
+    AC_TRY(sampler_->set_position(start));
+    AC_TRY(prefill_tokens_.upload(tokens.data(), tokens.size() * sizeof(int32_t)));
+    AC_TRY(prefill_->enqueue(rows, start + rows, stream));
+    AC_ASSIGN_OR_RETURN(out, prefill_->result_address(rows, 0));
+  }
+  // The one logits row stands for the last row; the rows before it need nothing.
+  AC_ASSIGN_OR_RETURN(DecodedRows last, gather_rows(out, 1, needs.subspan(needs.size() - 1)));
+  DecodedRows result;
+  result.argmax.assign(static_cast<size_t>(rows), -1);
+  result.argmax.back() = last.argmax.front();
+  result.logits = std::move(last.logits);
+  return result;
+}
+
+Expected<DecodedRows> Engine::Impl::gather_rows(CUdeviceptr out, int64_t rows, std::span<const RowNeed> needs) {
   const bool argmax_wanted = std::find(needs.begin(), needs.end(), RowNeed::kArgmax) != needs.end();
   if (argmax_wanted && row_argmax_) {
     const RowArgmaxArgs args{out, row_argmax_out_.ptr(), static_cast<int32_t>(info.vocab_size), static_cast<int32_t>(rows)};
@@ -496,15 +587,15 @@ Expected<DecodedRows> Engine::Impl::decode_rows(std::span<const int32_t> tokens,
       result.argmax[static_cast<size_t>(r)] = device_argmax[static_cast<size_t>(r)];
     } else if (need == RowNeed::kArgmax) {  // an artifact without the kernel: the row comes back, the host takes its argmax
       row.resize(V);
-      AC_CU(gpu::driver_api()->MemcpyDtoH(row.data(), at, V * sizeof(float)), "cuMemcpyDtoH(decode_batch logits row)");
+      AC_CU(gpu::driver_api()->MemcpyDtoH(row.data(), at, V * sizeof(float)), "cuMemcpyDtoH(logits row)");
       result.argmax[static_cast<size_t>(r)] = row_argmax(row);
     } else {
       const size_t offset = result.logits.size();
       result.logits.resize(offset + V);
-      AC_CU(gpu::driver_api()->MemcpyDtoH(result.logits.data() + offset, at, V * sizeof(float)), "cuMemcpyDtoH(decode_batch logits row)");
+      AC_CU(gpu::driver_api()->MemcpyDtoH(result.logits.data() + offset, at, V * sizeof(float)), "cuMemcpyDtoH(logits row)");
     }
     if (need == RowNeed::kArgmax && result.argmax[static_cast<size_t>(r)] < 0)
-      return error(ErrorCode::kInternal, "decode_batch row " + std::to_string(r) + ": its logits hold no number (all NaN)");
+      return error(ErrorCode::kInternal, "row " + std::to_string(r) + " of a batched step: its logits hold no number (all NaN)");
   }
   return result;
 }

@@ -75,12 +75,7 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
       AC_ASSIGN_OR_RETURN(CUdeviceptr w, ex->bindings_.weights->address(p));
       weights.push_back(w);
     }
-    for (const auto& s : site.states) {
-      AC_ASSIGN_OR_RETURN(CUdeviceptr st, ex->bindings_.cache->address(s));
-      states.push_back(st);
-    }
     ex->site_weights_.push_back(std::move(weights));
-    ex->site_states_.push_back(std::move(states));
     std::vector<const KernelSet::Loaded*> per_bucket;
     for (const auto& bucket : record->second.buckets) {
       per_bucket.push_back(nullptr);
@@ -93,6 +88,7 @@ Expected<std::unique_ptr<FunctionExecutor>> FunctionExecutor::create(const ir::F
     }
     ex->site_kernels_.push_back(std::move(per_bucket));
   }
+  AC_TRY(ex->bind_cache(*ex->bindings_.cache));
   const int64_t workspace = std::max<int64_t>(16, workspace_bytes_needed(artifact, function.name, max_tokens));
   auto arena = gpu::DeviceBuffer::allocate(std::max<size_t>(ex->plan_.arena_bytes, 16));
   if (!arena)
@@ -168,6 +164,23 @@ Status FunctionExecutor::enqueue(int64_t tokens, int64_t context, CUstream strea
                                  static_cast<unsigned>(launch.shared_bytes), stream, &args, bindings_.programmatic_launch));
     }
   }
+  return Status::ok();
+}
+
+Status FunctionExecutor::bind_cache(const KvCache& cache) {
+  if (cache.rows() != bindings_.cache->rows())
+    return error(ErrorCode::kInvalidArgument, function_->name + " was planned for a cache of " + std::to_string(bindings_.cache->rows()) +
+                                                  " rows, not " + std::to_string(cache.rows()));
+  std::vector<std::vector<CUdeviceptr>> states;
+  for (const auto& site : record_->sites) {
+    states.emplace_back();
+    for (const auto& s : site.states) {
+      AC_ASSIGN_OR_RETURN(CUdeviceptr st, cache.address(s));
+      states.back().push_back(st);
+    }
+  }
+  site_states_ = std::move(states);
+  bindings_.cache = &cache;
   return Status::ok();
 }
 

@@ -53,6 +53,12 @@ class FunctionExecutor {
   static Expected<std::unique_ptr<FunctionExecutor>> create(const ir::Function& function, const LoadedArtifact& artifact,
                                                             KernelSet& kernels, Bindings bindings, int64_t max_tokens);
 
+  // Runs later calls on `cache` (another cache of as many rows, e.g. a slot of a batched cache:
+  // KvCache::rows_view), which must outlive them. A CUDA graph captured earlier keeps the cache it
+  // was captured with.
+  Status bind_cache(const KvCache& cache);
+  const KvCache* cache() const { return bindings_.cache; }
+
   // Enqueues the whole function for a call of `tokens` tokens whose attention reads `context` keys
   // (the call's last position + 1) on `stream`.
   Status enqueue(int64_t tokens, int64_t context, CUstream stream);

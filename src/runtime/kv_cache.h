@@ -21,14 +21,24 @@ class KvCache {
   static int64_t bytes_per_row(const ir::Module& module) { return bytes_needed(module, 1); }
   static Expected<KvCache> allocate(const ir::Module& module, int64_t rows);
 
+  // Rows [first, first + rows) of every state, as a cache of `rows` rows: one sequence's slot of a
+  // batched cache, which the single-sequence functions (prefill, decode) can run on. It owns nothing
+  // (bytes() is 0) and must not outlive this cache.
+  Expected<KvCache> rows_view(int64_t first, int64_t rows) const;
+
   int64_t rows() const { return rows_; }
   size_t bytes() const { return buffer_.bytes(); }
   Expected<CUdeviceptr> address(const std::string& state) const;
 
  private:
-  gpu::DeviceBuffer buffer_;
+  struct State {
+    size_t offset = 0;     // from base_
+    size_t row_bytes = 0;  // one row of [L, ...]; 0 for a state of another shape
+  };
+  gpu::DeviceBuffer buffer_;  // empty in a view
+  CUdeviceptr base_ = 0;
   int64_t rows_ = 0;
-  std::map<std::string, size_t> offsets_;
+  std::map<std::string, State> states_;
 };
 
 }  // namespace agentcompile::runtime

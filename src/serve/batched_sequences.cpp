@@ -42,51 +42,55 @@ void BatchedSequences::drop(SequenceId id) {
   sequences_.erase(it);
 }
 
+void BatchedSequences::Call::add(SequenceId id, Sequence& sequence, std::span<const int32_t> ids, bool yields) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    tokens.push_back(ids[i]);
+    positions.push_back(static_cast<int32_t>(sequence.position + static_cast<int64_t>(i)));
+    slots.push_back(sequence.slot);
+    needs.push_back(!yields || i + 1 < ids.size() ? RowNeed::kNothing : sequence.sampler->greedy_only() ? RowNeed::kArgmax : RowNeed::kLogits);
+  }
+  takes.push_back(Take{id, &sequence, ids.size(), yields});
+}
+
 Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
-  struct Take {
-    SequenceId id;
-    Sequence* sequence;
-    size_t rows;  // rows of this step
-    bool yields;  // its last row's logits give a token (the last chunk of a prompt, or decode)
-  };
-  std::vector<Take> takes;
-  std::vector<int32_t> tokens, positions, slots;
-  std::vector<RowNeed> needs;
-  auto add_rows = [&](SequenceId id, Sequence& sequence, size_t rows, bool yields) {
-    for (size_t i = 0; i < rows; ++i) {
-      positions.push_back(static_cast<int32_t>(sequence.position + static_cast<int64_t>(i)));
-      slots.push_back(sequence.slot);
-      needs.push_back(!yields || i + 1 < rows ? RowNeed::kNothing : sequence.sampler->greedy_only() ? RowNeed::kArgmax : RowNeed::kLogits);
-    }
-    takes.push_back(Take{id, &sequence, rows, yields});
-  };
+  std::vector<Call> calls(1);
   // Decode rows first: a token per decoding sequence every step, whatever the prompts waiting.
   for (auto& [id, sequence] : sequences_) {
     if (sequence.read < sequence.prompt.size()) continue;
-    tokens.push_back(sequence.last);
-    add_rows(id, sequence, 1, true);
+    calls.front().add(id, sequence, std::span<const int32_t>(&sequence.last, 1), true);
   }
+  int64_t prompt_rows = 0;  // with prompts_apart: prompt rows of this step so far
   for (auto& [id, sequence] : sequences_) {
     if (sequence.read >= sequence.prompt.size()) continue;
-    size_t rows = std::min(sequence.prompt.size() - sequence.read, static_cast<size_t>(limits_.prefill_chunk));
-    if (limits_.max_rows > 0) rows = std::min(rows, static_cast<size_t>(std::max<int64_t>(0, limits_.max_rows - static_cast<int64_t>(tokens.size()))));
-    if (rows == 0) continue;  // no room left in this step
-    for (size_t i = 0; i < rows; ++i) tokens.push_back(sequence.prompt[sequence.read + i]);
-    add_rows(id, sequence, rows, sequence.read + rows == sequence.prompt.size());
+    auto rows = static_cast<int64_t>(std::min(sequence.prompt.size() - sequence.read, static_cast<size_t>(limits_.prefill_chunk)));
+    if (limits_.prompts_apart) {
+      rows = std::min(rows, limits_.prefill_chunk - prompt_rows);
+      prompt_rows += rows;
+    } else if (limits_.max_rows > 0) {
+      rows = std::min(rows, std::max<int64_t>(0, limits_.max_rows - static_cast<int64_t>(calls.front().tokens.size())));
+    }
+    if (rows <= 0) continue;  // no room left in this step
+    if (limits_.prompts_apart) calls.emplace_back();
+    const std::span<const int32_t> chunk(sequence.prompt.data() + sequence.read, static_cast<size_t>(rows));
+    calls.back().add(id, sequence, chunk, sequence.read + static_cast<size_t>(rows) == sequence.prompt.size());
   }
   std::vector<StepOutput> outputs;
-  if (takes.empty()) return outputs;
+  for (const Call& call : calls)
+    if (!call.takes.empty()) AC_TRY(run_call(call, run, outputs));
+  return outputs;
+}
 
-  const auto count = static_cast<int64_t>(tokens.size());
-  AC_ASSIGN_OR_RETURN(DecodedRows decoded, run(tokens, positions, slots, needs));
+Status BatchedSequences::run_call(const Call& call, const RowRunner& run, std::vector<StepOutput>& outputs) {
+  const auto count = static_cast<int64_t>(call.tokens.size());
+  AC_ASSIGN_OR_RETURN(DecodedRows decoded, run(call.tokens, call.positions, call.slots, call.needs));
   const int64_t V = limits_.vocab_size;
-  const auto full_rows = static_cast<int64_t>(std::count(needs.begin(), needs.end(), RowNeed::kLogits));
+  const auto full_rows = static_cast<int64_t>(std::count(call.needs.begin(), call.needs.end(), RowNeed::kLogits));
   if (static_cast<int64_t>(decoded.logits.size()) != full_rows * V || static_cast<int64_t>(decoded.argmax.size()) != count)
     return error(ErrorCode::kMismatch, "a batched step of " + std::to_string(count) + " rows (" + std::to_string(full_rows) +
                                            " of them with logits) returned " + std::to_string(decoded.logits.size()) + " logits and " +
                                            std::to_string(decoded.argmax.size()) + " greedy tokens");
   int64_t row = 0, full = 0;
-  for (const Take& take : takes) {
+  for (const Call::Take& take : call.takes) {
     Sequence& sequence = *take.sequence;
     row += static_cast<int64_t>(take.rows);
     sequence.position += static_cast<int64_t>(take.rows);
@@ -94,7 +98,7 @@ Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
     if (!take.yields) continue;  // more of the prompt next step
     StepOutput output;
     output.id = take.id;
-    if (needs[static_cast<size_t>(row - 1)] == RowNeed::kArgmax) {
+    if (call.needs[static_cast<size_t>(row - 1)] == RowNeed::kArgmax) {
       const int32_t token = decoded.argmax[static_cast<size_t>(row - 1)];
       if (token < 0 || token >= V) return error(ErrorCode::kInternal, "row " + std::to_string(row - 1) + " has no greedy token");
       output.token = sequence.sampler->take(token);
@@ -104,7 +108,7 @@ Expected<std::vector<StepOutput>> BatchedSequences::step(const RowRunner& run) {
     sequence.last = output.token;
     outputs.push_back(std::move(output));
   }
-  return outputs;
+  return Status::ok();
 }
 
 DecodedRows rows_from_logits(std::vector<float> logits, int64_t vocab, const std::vector<RowNeed>& needs) {

@@ -5,13 +5,17 @@
 // Each sequence owns a KV slot. A step's rows are first every decoding sequence's last token, then, in
 // the order the sequences came, the next prompt chunk of those still reading their prompt (up to
 // prefill_chunk tokens each, and within max_rows rows for the whole step: a sequence left without
-// rows waits a step). A sequence samples the logits of its last row when that row ends its prompt or
-// is a decode row; sampling is on the host (sampling.h), so every request field is honoured.
+// rows waits a step). With prompts_apart, the decode rows are one call and each prompt chunk a call
+// of its own (rows of one sequence, which the GPU engine runs through prefill on its slot), up to
+// prefill_chunk prompt rows a step in all. A sequence samples the logits of its last row when that row
+// ends its prompt or is a decode row; sampling is on the host (sampling.h), so every request field is
+// honoured, except that a greedy row's token may come from the runner (RowNeed::kArgmax).
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "agentcompile/engine.h"
@@ -23,8 +27,9 @@ struct BatchLimits {
   int64_t slots = 1;           // KV slots: sequences at once
   int64_t context = 0;         // rows of one slot: prompt + generated tokens must fit
   int64_t prefill_chunk = 256; // prompt tokens a sequence reads per step
-  int64_t max_rows = 0;        // rows of one step; 0: no limit
+  int64_t max_rows = 0;        // rows of one call; 0: no limit
   int64_t vocab_size = 0;
+  bool prompts_apart = false;  // each prompt chunk a call of its own (see above)
 };
 
 // Runs one step's rows: token ids, each row's position and its sequence's slot, and what sampling needs
@@ -51,6 +56,23 @@ class BatchedSequences {
   Expected<std::vector<StepOutput>> step(const RowRunner& run);
 
  private:
+  struct Sequence;
+  // One call of the runner: its rows, and per sequence how many of them are its and whether its last
+  // row yields a token (the last chunk of a prompt, or decode).
+  struct Call {
+    struct Take {
+      SequenceId id;
+      Sequence* sequence;
+      size_t rows;
+      bool yields;
+    };
+    std::vector<Take> takes;
+    std::vector<int32_t> tokens, positions, slots;
+    std::vector<RowNeed> needs;
+    void add(SequenceId id, Sequence& sequence, std::span<const int32_t> ids, bool yields);
+  };
+  Status run_call(const Call& call, const RowRunner& run, std::vector<StepOutput>& outputs);
+
   struct Sequence {
     std::vector<int32_t> prompt;
     size_t read = 0;           // prompt tokens in the cache

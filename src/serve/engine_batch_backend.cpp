@@ -6,7 +6,8 @@ namespace agentcompile::serve {
 namespace {
 
 BatchLimits limits_of(const EngineInfo& info) {
-  return BatchLimits{info.batch_slots, info.max_context, kMaxBatchRows, kMaxBatchRows, info.vocab_size};
+  // Each prompt chunk a call of its own, which the engine runs through prefill on the sequence's slot.
+  return BatchLimits{info.batch_slots, info.max_context, info.prefill_chunk, kMaxBatchRows, info.vocab_size, /*prompts_apart=*/true};
 }
 
 }  // namespace

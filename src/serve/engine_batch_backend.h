@@ -1,12 +1,11 @@
 // The batched GPU backend of `agentcompile serve --max-concurrency N` (N > 1): the compiled engine's
-// decode_batch (Engine::decode_rows, EngineOptions::batch_slots = N), one call per step over every
-// running sequence's rows (batched_sequences.h: decode rows first, then prompt chunks, at most
-// kMaxBatchRows rows a step), each sequence in a KV slot of its own. Prompts are read through
-// decode_batch too, in chunks that fill the step's rows, so a long prompt never stalls the others.
+// decode_rows (EngineOptions::batch_slots = N), each sequence in a KV slot of its own. A step is one call
+// over every decoding sequence's token (decode_batch, or the decode step on the slot when one sequence
+// decodes), then each prompt chunk a call of its own (prefill on the sequence's slot; up to the engine's
+// prefill_chunk prompt tokens a step in all, so a burst of long prompts stalls the decoders one chunk a step).
 //
-// Sampling is on the host from each sequence's row of logits (every request field honoured: penalties,
-// log-probabilities). What it does not have yet: a CUDA graph per (batch, context) bucket (the step's
-// kernels are launched one by one), sampling on the device, a prefill-sized prompt path.
+// Greedy rows take their token from the device's argmax; other rows are sampled on the host from their
+// logits row (every request field honoured: penalties, log-probabilities).
 #pragma once
 
 #include <memory>
@@ -27,6 +26,7 @@ class EngineBatchBackend final : public Backend {
   Expected<std::vector<StepOutput>> step() override;
   void drop(SequenceId id) override { sequences_.drop(id); }
   size_t size() const override { return sequences_.size(); }
+  Engine& engine() { return *engine_; }
 
  private:
   std::unique_ptr<Engine> engine_;

@@ -69,6 +69,50 @@ TEST(BatchedSequences, DecodeRowsFirstThenPromptChunksWithinTheRowLimit) {
   EXPECT_EQ(fifth->size(), 3u);
 }
 
+// With prompts apart (the GPU engine's mode), the decode rows are one call and each prompt chunk a call
+// of its own, the chunks of a step within prefill_chunk rows in all; tokens are the same as one call
+// per step would give, since every row's logits depend on its own fields only.
+TEST(BatchedSequences, PromptsApartRunEachChunkAsACallOfItsOwn) {
+  BatchLimits limits{3, 64, 4, 16, kVocab};
+  limits.prompts_apart = true;
+  BatchedSequences sequences(limits);
+  std::vector<Call> calls;
+  ASSERT_TRUE(sequences.add(1, greedy({1, 2}, 3)));
+  ASSERT_TRUE(sequences.add(2, greedy({5, 6, 7}, 2)));
+  auto first = sequences.step(scripted(calls));
+  ASSERT_TRUE(first);
+  // No decode rows yet: 1's whole prompt (2 rows), then 2 of 2's 3 (the step's 4 prompt rows).
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(calls[0].slots, (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(calls[0].needs, (std::vector<RowNeed>{RowNeed::kNothing, RowNeed::kArgmax}));
+  EXPECT_EQ(calls[1].tokens, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(calls[1].slots, (std::vector<int32_t>{1, 1}));
+  EXPECT_EQ(calls[1].needs, (std::vector<RowNeed>{RowNeed::kNothing, RowNeed::kNothing}));
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ((*first)[0].token, (2 + 1 + 0) % kVocab);
+  ASSERT_TRUE(sequences.add(3, greedy({9, 9, 9, 9, 9, 9}, 2)));
+  auto second = sequences.step(scripted(calls));
+  ASSERT_TRUE(second);
+  // 1 decodes alone in a call; 2 ends its prompt (1 row); 3 gets the 3 prompt rows left.
+  ASSERT_EQ(calls.size(), 5u);
+  EXPECT_EQ(calls[2].tokens, (std::vector<int32_t>{3}));
+  EXPECT_EQ(calls[2].positions, (std::vector<int32_t>{2}));
+  EXPECT_EQ(calls[3].tokens, (std::vector<int32_t>{7}));
+  EXPECT_EQ(calls[3].positions, (std::vector<int32_t>{2}));
+  EXPECT_EQ(calls[4].tokens, (std::vector<int32_t>{9, 9, 9}));
+  EXPECT_EQ(calls[4].slots, (std::vector<int32_t>{2, 2, 2}));
+  ASSERT_EQ(second->size(), 2u) << "1 decodes, 2 ends its prompt";
+  EXPECT_EQ((*second)[1].token, (7 + 2 + 1) % kVocab);
+  auto third = sequences.step(scripted(calls));
+  ASSERT_TRUE(third);
+  // 1 and 2 decode together in one call; 3 reads its last 3 prompt rows in another.
+  ASSERT_EQ(calls.size(), 7u);
+  EXPECT_EQ(calls[5].slots, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(calls[6].positions, (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(third->size(), 3u);
+}
+
 // A step asks of each row only what its sequence samples from: nothing of a prompt row before its
 // chunk's last, the greedy token of a greedy sequence, the logits row of one that samples (or wants
 // log-probabilities); each gets its token from what came back.
