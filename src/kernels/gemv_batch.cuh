@@ -16,7 +16,8 @@
 // 2h+1) and B's (x[g] pair 2h, x[g] pair 2h+1), every one straight from the loads. Two mmas cover the
 // 32 elements of a step. The accumulators end holding rows g and g + 8 of the tile for tokens 2t, 2t+1.
 // x is read from global memory through the read-only cache (T x K of it is a few KB to 200 KB, read
-// by every warp of the step at about the same k): no staging, so no shared-memory limit on K x T.
+// by every warp of the step at about the same k): no staging, so no shared-memory limit on K x T. A
+// batch's x is requested together, so its L2 latency is paid once a batch, not once a step.
 //
 // Everything else follows gemv.cuh: UNROLL steps of weight loads in flight, double-buffered, the first
 // batch (and the biases) issued before the programmatic-dependent-launch wait; SPLIT warps over K,
@@ -120,11 +121,13 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
 #pragma unroll
           for (int m = 0; m < kMats; ++m) dst[u][i][h][m] = load_stream16(wrow[i][h][m] + at + u * kStep);
   };
-  // The mmas of one step: the weights in `w`, x loaded here for each n-tile.
-  auto multiply = [&](const uint4 (&w)[MT][2][kMats], int at) {
-    uint4 xb[NT];
+  // x at step `at` for each n-tile (zeros past T).
+  auto load_x = [&](uint4 (&xb)[NT], int at) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) xb[j] = token_ok[j] ? gemv_batch_load_x(xrow[j] + at) : make_uint4(0, 0, 0, 0);
+  };
+  // The mmas of one step: the weights in `w`, x in `xb`.
+  auto multiply = [&](const uint4 (&w)[MT][2][kMats], const uint4 (&xb)[NT]) {
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -167,8 +170,13 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
   uint4 nxt[UNROLL][MT][2][kMats];
   if (have_next) load_batch(nxt, next);
   while (have) {
+    // x of the whole batch requested at once: one round trip to L2 a batch instead of one a step (the
+    // next batch's weights are in flight meanwhile).
+    uint4 xs[UNROLL][NT];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) multiply(cur[u], k + u * kStep);
+    for (int u = 0; u < UNROLL; ++u) load_x(xs[u], k + u * kStep);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) multiply(cur[u], xs[u]);
     k = next;
     have = have_next;
     if (!have) break;
@@ -192,7 +200,9 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int m = 0; m < kMats; ++m) w[i][h][m] = load_stream16(wrow[i][h][m] + k);
-    multiply(w, k);
+    uint4 xb[NT];
+    load_x(xb, k);
+    multiply(w, xb);
   }
 
   if (SPLIT > 1) {

@@ -6,6 +6,7 @@
 // and codegen/renderers/gemv_batch.cpp writes the source.
 #include "plan/families/gemv_batch.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/decode_batch.h"
@@ -35,35 +36,44 @@ class GemvBatchFamily final : public TypedFamily<MatmulMatch, GemvBatchConfig> {
     return m;
   }
 
-  // threads {128, 256} x tiles {1, 2} x token tiles {1, 2} x unroll {1, 2, 4} x split {1, 2, 4}: the split's
-  // warps divide, K's steps divide into the splits, a lane keeps at most 8 16-byte weight loads in
-  // flight (double-buffered: 16 loads' registers) and 32 accumulators, and a split's partials fit in
-  // 32 KB of shared memory. Heuristic: the decode GEMV's fill term (blocks per block row of tokens),
-  // 8 loads in flight preferred, and 16 tokens per block row (one pass over W at 9..16 sequences).
-  // Not yet measured on a GPU: admission times every kept candidate per batch bucket.
+  // threads {128, 256, 512} x tiles {1, 2} x token tiles {1, 2} x unroll {1, 2, 4} x split {1, .., 16}: the
+  // split's warps divide, K's steps divide into the splits, a lane keeps at most 8 16-byte weight loads
+  // in flight (double-buffered: 16 loads' registers) and 32 accumulators, and a split's partials fit in
+  // 32 KB of shared memory. Heuristic: a warp owns 16 rows of W (the mma's m), so a matrix of 2048 rows
+  // has 128 row tiles and only the split over K gives the SMs enough warps streaming: occupancy is a
+  // block per SM and 8 warps per SM (each with 8 loads in flight), times the loads in flight; 16 tokens
+  // per block row (one pass over W at 9..16 sequences) breaks ties. Measured on an H200 (Qwen3-1.7B's
+  // 2048 x 6144 down_proj at 16 rows): 128 blocks of 4 warps (split 4) 19.3 us, of 8 warps (split 8)
+  // 13.3 us, 1.9 TB/s; its 6144-row gate/up 17.4 us, 2.9 TB/s.
   std::vector<Choice> param_space(const MatmulMatch& m, const DeviceProfile& device) const override {
     std::vector<Choice> out;
     const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
     const int64_t steps = m.K / kStep;
-    for (int threads : {128, 256})
+    const double sms = static_cast<double>(device.multiprocessors);
+    for (int threads : {128, 256, 512})
       for (int tiles : {1, 2})
         for (int token_tiles : {1, 2})
           for (int unroll : {1, 2, 4})
-            for (int split : {1, 2, 4}) {
+            for (int split : {1, 2, 4, 8, 16}) {
               const int warps = threads / 32;
               if (warps % split != 0 || steps % split != 0 || steps / split < unroll) continue;
               const int loads = unroll * tiles * 2 * mats;
               const int accumulators = tiles * token_tiles * mats * 4;
               if (loads > 8 || accumulators > 32) continue;
+              // 512 threads leave 128 registers a thread: ptxas (sm_90a) fits loads + accumulators / 2
+              // <= 12 without spilling (residual 8 loads x 8 accumulators: 128; gate/up 8 x 8: 121; 8 x 16
+              // spills), and only split 8 or 16 gives the block's warps rows of their own to share.
+              if (threads == 512 && (loads + accumulators / 2 > 12 || split < 8)) continue;
               if (split > 1 && warps * accumulators * 32 * 4 > 32 * 1024) continue;
               const int64_t row_warps = warps / split;
               const int64_t blocks = (m.N + row_warps * 16 * tiles - 1) / (row_warps * 16 * tiles);
               Choice c{GemvBatchConfig(m, GemvBatchSchedule{threads, tiles, token_tiles, unroll, split})};
               const double flight = loads == 8 ? 1.0 : loads == 4 ? 0.9 : 0.7;
-              c.score = 1.05 * gemv_fill(blocks, device) * flight * gemv_split_penalty(split, blocks, device) +
-                        (token_tiles == 2 ? 0.02 : 0.0) + (threads == 256 ? 0.01 : 0.0);
-              c.notes.push_back(std::to_string(blocks) + " blocks per " + std::to_string(8 * token_tiles) + " tokens, " +
-                                std::to_string(loads) + " 16-byte weight loads in flight per lane, mma.sync m16n8k16 with tokens as n");
+              const double occupancy = std::min(1.0, static_cast<double>(blocks) / sms) *
+                                       std::min(1.0, static_cast<double>(blocks * warps) / (8 * sms));
+              c.score = occupancy * flight * (split >= 8 ? 0.98 : 1.0) + (token_tiles == 2 ? 0.02 : 0.0) + (threads >= 256 ? 0.01 : 0.0);
+              c.notes.push_back(std::to_string(blocks) + " blocks of " + std::to_string(warps) + " warps per " + std::to_string(8 * token_tiles) +
+                                " tokens, " + std::to_string(loads) + " 16-byte weight loads in flight per lane, mma.sync m16n8k16 with tokens as n");
               out.push_back(std::move(c));
             }
     return out;
