@@ -535,8 +535,7 @@ Expected<DecodedRows> Engine::Impl::slot_rows(std::span<const int32_t> tokens, i
   CUdeviceptr out = 0;
   if (rows == 1) {
     AC_TRY(use_cache(*decode_, cache));
-    AC_TRY(sampler_->set_next_token(tokens[0]));
-    AC_TRY(sampler_->set_position(start));
+    AC_TRY(sampler_->set_next_token_at(tokens[0], start));
     const int64_t context = start + 1;
     if (graphs_.empty()) {
       AC_TRY(decode_->enqueue(1, context, stream));

@@ -102,6 +102,12 @@ Status DeviceSampler::set_position(int64_t position) {
 
 Status DeviceSampler::set_next_token(int32_t token) { return control_.upload(&token, sizeof(token), kNextToken); }
 
+Status DeviceSampler::set_next_token_at(int32_t token, int64_t position) {
+  static_assert(kPosition == kNextToken + sizeof(int32_t), "the token and the position are adjacent");
+  const int32_t both[2] = {token, static_cast<int32_t>(position)};
+  return control_.upload(both, sizeof(both), kNextToken);
+}
+
 Status DeviceSampler::configure(Use use, CUdeviceptr logits, int advance) {
   const int u = static_cast<int>(use);
   if (logits_[u] == logits && advance_[u] == advance) return Status::ok();

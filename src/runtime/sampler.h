@@ -32,6 +32,8 @@ class DeviceSampler {
   // Sets the device position (prefill chunks, teacher forcing) and the next input token.
   Status set_position(int64_t position);
   Status set_next_token(int32_t token);
+  // Both in one copy (a batched server's lone decode row, every step).
+  Status set_next_token_at(int32_t token, int64_t position);
   // Where `use` reads its logits and how many positions the producing call consumed.
   Status configure(Use use, CUdeviceptr logits, int advance);
   // Enqueues the sampling launch for `use` (capturable); `programmatic`: with programmatic
