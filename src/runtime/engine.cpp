@@ -541,12 +541,10 @@ Expected<DecodedRows> Engine::Impl::slot_rows(std::span<const int32_t> tokens, i
       AC_TRY(decode_->enqueue(1, context, stream));
     } else {
       AC_ASSIGN_OR_RETURN(const size_t bucket, decode_->bucket_index(1, context));
-      std::unique_ptr<runtime::DecodeGraph>& graph = slot_graphs_[{slot, bucket}];
-      if (!graph) {
-        const int64_t first = std::max<int64_t>(1, decode_->buckets()[bucket].min_context);
-        AC_ASSIGN_OR_RETURN(graph, runtime::DecodeGraph::capture(stream, [&] { return decode_->enqueue(1, first, stream); }));
-      }
-      AC_TRY(graph->launch(stream));
+      const auto graph = slot_graphs_.find({slot, bucket});  // captured at load for every prepared bucket
+      if (graph == slot_graphs_.end())
+        return error(ErrorCode::kInternal, "no decode graph was captured for slot " + std::to_string(slot) + " at a context of " + std::to_string(context));
+      AC_TRY(graph->second->launch(stream));
     }
     AC_ASSIGN_OR_RETURN(out, decode_->result_address(1, 0));
   } else {
