@@ -22,7 +22,10 @@ something compiled kernels reproduce, and capturing in eval mode would benchmark
 is not evaluated again), so a benchmark can be spread over several calls with --budget. fast_p = share of problems that are correct and more than p times faster than the baseline
 (fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
 results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
-and plot.png. TF32 stays off (torch's default for matmuls); the table says so.
+and plot.png. TF32 stays off for torch (its default for matmuls); the table says so. agentcompile's f32
+GEMMs may run as 3xTF32 (split operands, three TF32 tensor-core products: fp32-level error), a candidate
+validated like any other; for every f32 pair the report gives eager's and agentcompile's error against the
+model run in f64, so that accuracy is measured, not asserted.
 """
 import argparse
 import datetime
@@ -151,6 +154,47 @@ def judge_by_f32_reference(torch, model, inputs, expected, actual, why: str) -> 
     return False, why
 
 
+class Tf32Allowed:
+    """torch's matmuls and convolutions on TF32 tensor cores inside the block (off outside it, as main sets)."""
+    def __init__(self, torch):
+        self.torch = torch
+
+    def __enter__(self):
+        self.saved = (self.torch.backends.cuda.matmul.allow_tf32, self.torch.backends.cudnn.allow_tf32)
+        self.torch.backends.cuda.matmul.allow_tf32 = self.torch.backends.cudnn.allow_tf32 = True
+
+    def __exit__(self, *exc):
+        self.torch.backends.cuda.matmul.allow_tf32, self.torch.backends.cudnn.allow_tf32 = self.saved
+
+
+def error_against_f64(torch, model, inputs, outputs: dict) -> dict | None:
+    """How far each system's outputs (name -> outputs) are from the model run in f64 on the same inputs:
+    the largest absolute error over the floating outputs, relative to the largest |f64 output|. It shows
+    what an f32 kernel's arithmetic costs (cuBLAS's fp32 SGEMM, TF32, agentcompile's 3xTF32); None where
+    the model cannot run in f64 or its outputs are not floating point."""
+    import copy
+    try:
+        reference_model = copy.deepcopy(model).double()
+        upcast = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
+        reference = as_list(reference_model(*upcast))
+        del reference_model, upcast
+    except Exception as e:  # an op without an f64 kernel: no figure, not a failure
+        log("f64 reference failed:", str(e).splitlines()[0][:160])
+        return None
+    errors = {name: 0.0 for name in outputs}
+    floating = False
+    for i, r in enumerate(reference):
+        if not r.is_floating_point():
+            continue
+        floating = True
+        scale = max(r.abs().max().item(), 1e-30)
+        for name, values in outputs.items():
+            errors[name] = max(errors[name], (as_list(values)[i].double() - r).abs().max().item() / scale)
+    del reference
+    torch.cuda.empty_cache()
+    return errors if floating else None
+
+
 def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathlib.Path, art: pathlib.Path) -> dict:
     """Check and time one compiled problem (CUDA is live in this process from here on)."""
     from safetensors.torch import load_file
@@ -197,6 +241,12 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
             if not ok:
                 result.update(correct=False, reason=f"seed {seed}: {why}")
                 break
+            if seed == 0 and dtype == "f32" and ok:
+                with Tf32Allowed(torch):
+                    eager_tf32 = model(*inputs)
+                result["error_vs_f64"] = error_against_f64(torch, model, inputs,
+                                                           {"eager": expected, "eager_tf32": eager_tf32, "agentcompile": actual})
+                del eager_tf32
             del inputs, expected, actual
         inputs = inputs_for(args.seeds)
         result["eager_ms"] = median_cuda_ms(torch, lambda: model(*inputs), args.warmup, args.trials)
@@ -205,8 +255,20 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
             result["torch_compile_ms"] = median_cuda_ms(torch, lambda: compiled(*inputs), args.warmup, args.trials)
         except Exception as e:  # a baseline that fails is recorded, not fatal
             result["torch_compile_error"] = str(e).splitlines()[0][:200]
+        if dtype == "f32":
+            # BENCHMARK.md: where agentcompile's f32 GEMMs may run on TF32 tensor cores (its 3xTF32
+            # candidate), the baselines are timed with TF32 allowed too.
+            with Tf32Allowed(torch):
+                result["eager_tf32_ms"] = median_cuda_ms(torch, lambda: model(*inputs), args.warmup, args.trials)
+                try:
+                    torch._dynamo.reset()  # compile again: the TF32 setting is read when kernels are chosen
+                    compiled = torch.compile(model)
+                    result["torch_compile_tf32_ms"] = median_cuda_ms(torch, lambda: compiled(*inputs), args.warmup, args.trials)
+                except Exception as e:
+                    result["torch_compile_tf32_error"] = str(e).splitlines()[0][:200]
         runner.set_inputs(*tensors(inputs))
         result["agentcompile_ms"] = median_cuda_ms(torch, runner.enqueue, args.warmup, args.trials)
+        result["tf32_kernels"] = uses_tf32(art)
     del runner, model, inputs
     torch.cuda.empty_cache()
     return result
@@ -217,16 +279,33 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def summarize(entries: list[dict]) -> dict:
+def uses_tf32(artifact: pathlib.Path) -> bool:
+    """Whether the artifact selected a kernel that runs on TF32 tensor cores (the 3xTF32 GEMMs)."""
+    try:
+        return "_3xtf32" in (artifact / "metadata.json").read_text()
+    except OSError:
+        return False
+
+
+def summarize(entries: list[dict], tf32_baselines: bool = False) -> dict:
+    """fast_0, fast_1 and geometric means; with tf32_baselines, over eager and torch.compile timed with
+    TF32 allowed (f32 pairs)."""
     n = len(entries)
     correct = [e for e in entries if e.get("correct")]
     def speedups(baseline):
         return [e[baseline] / e["agentcompile_ms"] for e in correct if e.get(baseline) and e.get("agentcompile_ms")]
-    over_eager, over_compile = speedups("eager_ms"), speedups("torch_compile_ms")
+    suffix = "_tf32_ms" if tf32_baselines else "_ms"
+    over_eager, over_compile = speedups("eager" + suffix), speedups("torch_compile" + suffix)
     return {"problems": n, "unsupported": sum(1 for e in entries if e.get("unsupported")), "fast_0": len(correct) / n if n else 0,
             "fast_1_eager": sum(1 for s in over_eager if s > 1) / n if n else 0,
             "fast_1_compile": sum(1 for s in over_compile if s > 1) / n if n else 0,
             "geomean_over_eager": geomean(over_eager), "geomean_over_compile": geomean(over_compile)}
+
+
+def f64_error_text(errors: dict | None) -> str:
+    if not errors:
+        return "—"
+    return " / ".join(f"{errors[k]:.1e}" if k in errors else "—" for k in ("eager", "eager_tf32", "agentcompile"))
 
 
 def write_report(out: pathlib.Path, doc: dict) -> None:
@@ -236,7 +315,9 @@ def write_report(out: pathlib.Path, doc: dict) -> None:
     lines = [f"# KernelBench on captured modules ({doc['environment'].get('gpu', '?')})", "",
              f"Commit {doc['environment'].get('commit', '?')}, torch {doc['environment'].get('torch', '?')}, "
              f"{doc['settings']['seeds']} seeds (atol = rtol = 1e-2), timing: {doc['settings']['warmup']} warm-ups, "
-             f"{doc['settings']['trials']} trials, median of CUDA events on torch's stream. TF32 off for every system.", "",
+             f"{doc['settings']['trials']} trials, median of CUDA events on torch's stream. Eager and torch.compile run with "
+             "TF32 off (torch's default); f32 pairs are timed again with TF32 allowed (BENCHMARK.md: agentcompile's f32 "
+             "GEMMs may run as 3xTF32 on TF32 tensor cores), in the rows marked \"TF32 on\".", "",
              "| level | dtype | problems | fast_0 | fast_1 over eager | fast_1 over torch.compile | geomean over eager | geomean over torch.compile |",
              "|---|---|---|---|---|---|---|---|"]
     def fmt(x, pct=False):
@@ -246,21 +327,33 @@ def write_report(out: pathlib.Path, doc: dict) -> None:
             group = [e for e in entries if e["level"] == level and e["dtype"] == dtype]
             if not group:
                 continue
-            s = summarize(group)
-            lines.append(f"| {level} | {dtype} | {s['problems']} | {fmt(s['fast_0'], True)} | {fmt(s['fast_1_eager'], True)} | "
-                         f"{fmt(s['fast_1_compile'], True)} | {fmt(s['geomean_over_eager'])} | {fmt(s['geomean_over_compile'])} |")
+            for tf32 in (False, True) if dtype == "f32" else (False,):
+                s = summarize(group, tf32)
+                if tf32 and s["geomean_over_eager"] is None:
+                    continue
+                label = f"{dtype}, baselines TF32 on" if tf32 else dtype
+                lines.append(f"| {level} | {label} | {s['problems']} | {fmt(s['fast_0'], True)} | {fmt(s['fast_1_eager'], True)} | "
+                             f"{fmt(s['fast_1_compile'], True)} | {fmt(s['geomean_over_eager'])} | {fmt(s['geomean_over_compile'])} |")
     unsupported = sorted(f"L{e['level']} {e['problem']} ({e['dtype']})" for e in entries if e.get("unsupported"))
     if unsupported:
         lines += ["", f"Unsupported (counted as incorrect, in fast_0 too): {', '.join(unsupported)}: the reference draws random "
                       "numbers (dropout in training mode), which compiled kernels do not reproduce."]
-    lines += ["", "| problem | dtype | correct | eager ms | torch.compile ms | agentcompile ms | vs eager | vs compile | note |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "f64 error: the largest error against the model run in f64 on seed 0's inputs, relative to the largest "
+                  "|output| (f32 pairs; eager / eager with TF32 / agentcompile). TF32: the baselines' times with TF32 allowed "
+                  "(eager / torch.compile); 3xTF32: agentcompile selected a 3xTF32 GEMM.", "",
+              "| problem | dtype | correct | eager ms | torch.compile ms | agentcompile ms | vs eager | vs compile | TF32 ms | "
+              "3xTF32 | f64 error | note |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    def ms(x):
+        return f"{x:.4f}" if x else "—"
     for e in sorted(entries, key=lambda e: (e["level"], int(e["problem"].split("_")[0]), e["dtype"])):
         ac, eager, comp = e.get("agentcompile_ms"), e.get("eager_ms"), e.get("torch_compile_ms")
+        tf32 = f"{ms(e.get('eager_tf32_ms'))} / {ms(e.get('torch_compile_tf32_ms'))}" if e.get("eager_tf32_ms") else "—"
         lines.append(f"| L{e['level']} {e['problem']} | {e['dtype']} | {'yes' if e.get('correct') else 'no'} | "
-                     f"{eager and f'{eager:.4f}' or '—'} | {comp and f'{comp:.4f}' or '—'} | {ac and f'{ac:.4f}' or '—'} | "
-                     f"{eager and ac and f'{eager / ac:.2f}×' or '—'} | {comp and ac and f'{comp / ac:.2f}×' or '—'} | "
-                     f"{(e.get('reason') or e.get('note') or '')[:160]} |")
+                     f"{ms(eager)} | {ms(comp)} | {ms(ac)} | "
+                     f"{eager and ac and f'{eager / ac:.2f}×' or '—'} | {comp and ac and f'{comp / ac:.2f}×' or '—'} | {tf32} | "
+                     f"{'yes' if e.get('tf32_kernels') else ''} | "
+                     f"{f64_error_text(e.get('error_vs_f64'))} | {(e.get('reason') or e.get('note') or '')[:160]} |")
     (out / "results.md").write_text("\n".join(lines) + "\n")
     try:
         plot(out / "plot.png", entries)

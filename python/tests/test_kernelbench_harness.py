@@ -94,3 +94,43 @@ class KernelBenchHarnessTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@requires_torch
+class F64ErrorTest(unittest.TestCase):
+    def test_errors_against_f64_tell_an_exact_result_from_a_coarse_one(self):
+        import torch
+
+        kb = harness()
+        torch.manual_seed(0)
+        model = torch.nn.Linear(256, 64)
+        x = torch.randn(32, 256)
+        with torch.no_grad():
+            exact = model(x)
+            coarse = exact + 1e-3 * exact.abs().max()  # a kernel off by 1e-3 of the output scale
+            errors = kb.error_against_f64(torch, model, [x], {"eager": exact, "agentcompile": coarse})
+        self.assertLess(errors["eager"], 1e-5)
+        self.assertAlmostEqual(errors["agentcompile"], 1e-3, delta=1e-4)
+        self.assertEqual(kb.f64_error_text(errors), f"{errors['eager']:.1e} / — / {errors['agentcompile']:.1e}")
+        self.assertEqual(kb.f64_error_text(None), "—")
+
+    def test_speedups_over_tf32_baselines_are_summarized_apart(self):
+        kb = harness()
+        entry = {"level": 2, "problem": "12_gemm", "dtype": "f32", "correct": True, "agentcompile_ms": 1.0,
+                 "eager_ms": 2.0, "torch_compile_ms": 2.0, "eager_tf32_ms": 0.5, "torch_compile_tf32_ms": 0.4}
+        self.assertAlmostEqual(kb.summarize([entry])["geomean_over_eager"], 2.0)
+        over_tf32 = kb.summarize([entry], tf32_baselines=True)
+        self.assertAlmostEqual(over_tf32["geomean_over_eager"], 0.5)
+        self.assertAlmostEqual(over_tf32["geomean_over_compile"], 0.4)
+        self.assertEqual(over_tf32["fast_1_eager"], 0)
+
+    def test_integer_outputs_have_no_f64_error(self):
+        import torch
+
+        class Argmax(torch.nn.Module):
+            def forward(self, x):
+                return torch.argmax(x, dim=1)
+
+        x = torch.randn(4, 8)
+        out = Argmax()(x)
+        self.assertIsNone(harness().error_against_f64(torch, Argmax(), [x], {"eager": out, "agentcompile": out}))

@@ -7,7 +7,8 @@
 // are stored as they are read ([M, K], [K, N]) or transposed ([K, M], [N, K]): in column-major terms
 // Cᵀ = op(B)ᵀ · op(A)ᵀ, where a row-major [r, c] matrix is the column-major [c, r] one with leading
 // dimension c. fp32 compute in the handle's default math mode, so f32 GEMMs never use TF32 (torch's
-// default as well).
+// default as well), except where the launch asks for it: the 3xTF32 candidate's GEMMs, whose split
+// operands keep the result at fp32 accuracy (src/kernels/split_tf32.cuh).
 #include "gpu/library_calls.h"
 
 #include <cublas_v2.h>
@@ -166,7 +167,12 @@ Status LibraryRunner::run_batched(const plan::Launch& launch, const RegionArgs& 
   AC_ASSIGN_OR_RETURN(const void* C, slot_pointer(arg("c"), args));
   if (m == 0 || batch == 0) return Status::ok();
   const cudaDataType_t ab_type = cuda_data_type(arg("ab_dtype"));
-  const float alpha = 1.0f, beta = 0.0f;
+  // "compute" "tf32": TF32 tensor cores for fp32 operands (the 3xTF32 split's GEMMs, whose operands
+  // are already TF32 values or residuals); "beta" "1": the product is added to C (the split's later terms).
+  if (!arg("compute").empty() && arg("compute") != "tf32")
+    return error(ErrorCode::kInternal, "library gemm_batched has an unknown compute mode '" + arg("compute") + "'");
+  const cublasComputeType_t compute = arg("compute") == "tf32" ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float alpha = 1.0f, beta = arg("beta") == "1" ? 1.0f : 0.0f;
   // Leading dimensions of the stored matrices: row-major [M, K] or [K, M] for A, [K, N] or [N, K] for B.
   const long long lda = ta ? m : k, ldb = tb ? k : n;
   return cublas_status(
@@ -174,7 +180,7 @@ Status LibraryRunner::run_batched(const plan::Launch& launch, const RegionArgs& 
                                  static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, B, ab_type,
                                  static_cast<int>(ldb), k * n, A, ab_type, static_cast<int>(lda), m * k, &beta,
                                  const_cast<void*>(C), cuda_data_type(arg("c_dtype")), static_cast<int>(n), m * n,
-                                 static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                 static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx(" + std::to_string(batch) + " x " + std::to_string(m) + "x" + std::to_string(n) + "x" +
           std::to_string(k) + ")");
 }

@@ -172,10 +172,14 @@ TEST(PrimitiveFamilies, TransposedAndBatchedGemmsAreOneLibraryCall) {
     const ir::Module module = parse(m, ir::DType::kF32);
     const auto planned = plan_module(module, "h200");
     ASSERT_EQ(planned.plans.size(), 1u) << m.name;
-    const plan::Candidate& c = planned.plans.front().candidates.front();
+    const auto& candidates = planned.plans.front().candidates;
+    const auto fallback = std::find_if(candidates.begin(), candidates.end(), [](const plan::Candidate& c) { return c.fallback; });
+    ASSERT_NE(fallback, candidates.end()) << m.name;
+    const plan::Candidate& c = *fallback;
     ASSERT_EQ(c.launches.size(), 1u) << c.name();
     const auto& args = c.launches.front().library_args;
     EXPECT_EQ(args.at("op"), "gemm_batched");
+    EXPECT_EQ(args.count("compute"), 0u) << "the fallback is the plain fp32 GEMM, no TF32";
     EXPECT_EQ(args.at("c"), "out0");
     EXPECT_EQ(args.at("ab_dtype"), "f32");
     if (m.name == "bmm") {
@@ -188,6 +192,64 @@ TEST(PrimitiveFamilies, TransposedAndBatchedGemmsAreOneLibraryCall) {
       EXPECT_EQ(args.at("m") + "x" + args.at("n") + "x" + args.at("k"), "64x80x96");
     }
   }
+}
+
+// fp32 matmuls bound by their FLOPs also get the 3xTF32 candidate (split_tf32.cuh): both operands
+// split into the workspace, then three TF32 GEMMs that accumulate into the product, smallest terms
+// first, reading the split parts where the split kernels wrote them; f16 matmuls and memory-bound
+// ones (the small matmul, a matrix-vector product) do not. Per-token operands (T rows) live in the
+// workspace's per-token part, fixed ones after it, each buffer aligned.
+TEST(PrimitiveFamilies, Fp32MatmulsHaveASplitTf32Candidate) {
+  const std::string t_rows =
+      "module m {\n  param @w : $DT[512, 768]\n  func @f(%x: $DT[T, 768]) -> ($DT[T, 512]) {\n"
+      "    %w = weight {name = \"w\"} : $DT[512, 768]\n    %0 = linear(%x, %w) : $DT[T, 512]\n    %1 = relu(%0) : $DT[T, 512]\n"
+      "    return %1\n  }\n}\n";
+  for (const auto& m : testing::primitive_modules()) {
+    if (m.name != "matmul" && m.name != "matvec" && m.name != "gemm_compute_bound") continue;
+    for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16}) {
+      const ir::Module module = parse(m, dtype);
+      const auto& candidates = plan_module(module, "h200").plans.front().candidates;
+      const bool split = std::any_of(candidates.begin(), candidates.end(), [](const plan::Candidate& c) { return c.name().ends_with("_3xtf32"); });
+      EXPECT_EQ(split, dtype == ir::DType::kF32 && m.name == "gemm_compute_bound") << label(m, dtype);
+    }
+  }
+  // A plain linear (the fixed-epilogue matcher's) takes the general form when the split may pay.
+  for (const auto& [rows, bias] : {std::pair{"T", false}, {"1024", false}, {"1024", true}}) {
+    const std::string plain = "module m {\n  param @w : f32[512, 768]\n  param @b : f32[512]\n  func @f(%x: f32[" + std::string(rows) +
+                              ", 768]) -> (f32[" + rows + ", 512]) {\n    %w = weight {name = \"w\"} : f32[512, 768]\n" +
+                              "    %b = weight {name = \"b\"} : f32[512]\n" + "    %0 = linear(%x, %w" + (bias ? ", %b" : "") +
+                              ") : f32[" + rows + ", 512]\n    return %0\n  }\n}\n";
+    auto parsed = ir::parse_module(plain, "plain");
+    ASSERT_TRUE(parsed.has_value()) << parsed.status().to_string();
+    const auto& plain_candidates = plan_module(*parsed, "h200").plans.front().candidates;
+    std::vector<std::string> names;
+    for (const auto& c : plain_candidates) names.push_back(c.name());
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.ends_with("_3xtf32"); })) << rows;
+    EXPECT_TRUE(std::any_of(plain_candidates.begin(), plain_candidates.end(), [](const plan::Candidate& c) { return c.fallback; })) << rows;
+  }
+  auto module = ir::parse_module(testing::with_dtype(t_rows, ir::DType::kF32), "t_rows");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const auto planned = plan_module(*module, "h200");
+  const auto& candidates = planned.plans.front().candidates;
+  const auto split = std::find_if(candidates.begin(), candidates.end(), [](const plan::Candidate& c) { return c.name().ends_with("_3xtf32"); });
+  ASSERT_NE(split, candidates.end());
+  EXPECT_FALSE(split->fallback);
+  std::vector<std::string> kernels;
+  for (const auto& launch : split->launches) kernels.push_back(launch.library ? launch.library_args.at("a") + "*" + launch.library_args.at("b") : launch.kernel.substr(launch.kernel.rfind('_')));
+  // Per token: the product (512 floats), then A's high and low parts (768 floats each); fixed: B's parts.
+  const std::string a_hi = "workspace:2048+0", a_lo = "workspace:5120+0", b_hi = "workspace:8192+0", b_lo = "workspace:8192+1572864";
+  EXPECT_EQ(kernels, (std::vector<std::string>{"_a", "_b", a_lo + "*" + b_hi, a_hi + "*" + b_lo, a_hi + "*" + b_hi, "_program"}));
+  for (size_t i = 2; i < 5; ++i) {
+    const auto& args = split->launches[i].library_args;
+    EXPECT_EQ(args.at("compute"), "tf32");
+    EXPECT_EQ(args.count("beta"), i == 2 ? 0u : 1u);
+    EXPECT_EQ(args.at("c"), "workspace:0");
+    EXPECT_EQ(args.at("m"), "T");
+  }
+  EXPECT_EQ(split->workspace_bytes_per_token, 8192);
+  EXPECT_EQ(split->workspace_bytes_fixed, 2 * 1572864);
+  EXPECT_EQ(split->launches[0].grid_x.per_token, 768 / 4);
+  EXPECT_EQ(split->launches[1].grid_x.fixed, 512 * 768 / 4);
 }
 
 // An op with no kernel at all is an error that names the op, its types and where the model made it.

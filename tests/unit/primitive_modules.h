@@ -206,6 +206,10 @@ inline std::vector<PrimitiveModule> primitive_modules() {
   // triangular result (a where on arange comparisons after the product).
   add("matmul", "L1/1, 2, 6-9 matmul", {"cublas"},
       unary_module("%a: $DT[64, 96], %b: $DT[96, 80]", "$DT[64, 80]", "    %0 = matmul(%a, %b) : $DT[64, 80]\n    return %0\n"));
+  // Large enough to be bound by its FLOPs in fp32 (74 per byte): f32 also gets the 3xTF32 candidate.
+  add("gemm_compute_bound", "L2 GEMM + activation (compute-bound)", {"cublas"},
+      unary_module("%a: $DT[384, 512], %b: $DT[512, 448]", "$DT[384, 448]",
+                   "    %0 = matmul(%a, %b) : $DT[384, 448]\n    %1 = relu(%0) : $DT[384, 448]\n    return %1\n"));
   add("matmul_transposed", "L1/16-18 transposed operands", {"cublas"},
       unary_module("%a: $DT[96, 64], %b: $DT[80, 96]", "$DT[64, 80]",
                    "    %0 = transpose(%a) {perm = [1, 0]} : $DT[64, 96]\n    %1 = transpose(%b) {perm = [1, 0]} : $DT[96, 80]\n"

@@ -22,6 +22,22 @@ namespace agentcompile::plan {
 
 namespace {
 
+// Whether 3xTF32 can beat the fp32 GEMM: only where that GEMM is bound by its FLOPs. At 64 FLOPs per byte
+// of A, B and C (fp32 SIMT runs at ~14 per byte of HBM bandwidth on an H100/H200) it is; below, the
+// product is bound by memory, which the split passes only add to (a matrix-vector product, K = 64). A
+// product over T rows is judged at T = 2048 (a long prompt chunk); each bucket's timing then picks.
+bool split_tf32_may_pay(const GeneralMatmul& g) {
+  const double M = static_cast<double>(g.M == 0 ? 2048 : g.M), N = static_cast<double>(g.N), K = static_cast<double>(g.K);
+  const double flops = 2.0 * M * N * K, bytes = 4.0 * (M * K + K * N + M * N);
+  constexpr double kSplitMinimumFlopsPerByte = 64;
+  return flops >= kSplitMinimumFlopsPerByte * bytes;
+}
+
+bool is_one_plain_f32_linear(const MatmulMatch& m) {
+  return m.dtype == ir::DType::kF32 && m.out_dtype == ir::DType::kF32 && weights_are_plain(m) && !m.norm && !m.residual_norm &&
+         m.epilogue == MatmulEpilogue::kPlain && m.segments.size() == 1 && m.residual.empty();
+}
+
 class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
  public:
   std::string name() const override { return "cublas"; }
@@ -33,6 +49,10 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       // Quantized weights: the row formats are dequantized into the workspace first (not GGUF blocks).
       if (!weights_are_plain(*m) && (!qgemv_reads(m->w_dtype) || m->K % (ir::quant_layout(m->w_dtype).bits == 8 ? 16 : 32) != 0))
         return std::nullopt;
+      // One plain fp32 linear (its bias included) worth splitting for TF32: the general form, whose
+      // space holds the 3xTF32 candidate next to the same fp32 cuBLAS GEMM (a bias: its row program).
+      if (is_one_plain_f32_linear(*m))
+        if (auto g = match_general_matmul(ctx); g && split_tf32_may_pay(*g)) return CublasMatch{std::move(*g), 0};
       const auto& x = ctx.function->type(ctx.node(0).operands[0]);
       return CublasMatch{std::move(*m), x.shape[0].is_static() ? x.shape[0].value : 0};  // 0: T
     }
@@ -40,7 +60,7 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
     return std::nullopt;
   }
 
-  std::vector<Choice> param_space(const CublasMatch& m, const DeviceProfile&) const override {
+  std::vector<Choice> param_space(const CublasMatch& m, const DeviceProfile& device) const override {
     Choice c{CublasConfig(m)};
     c.score = 0.05;  // ranked last: the baseline every generated kernel must beat
     if (const GeneralMatmul* program = m.program())
@@ -53,6 +73,17 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       c.notes.push_back("library fallback: cublasGemmEx per linear, fp32 compute");
     std::vector<Choice> out;
     out.push_back(std::move(c));
+    // fp32 operands on TF32 tensor cores (sm_80 and later) at fp32 accuracy: three GEMMs on split
+    // operands, ~3x the tensor-core FLOPs of one, still well under the fp32 SIMT GEMM's time when the
+    // product is large; the split passes read A and B once and write them twice.
+    const GeneralMatmul* g = m.program();
+    if (g && g->dtype == ir::DType::kF32 && device.sm_major >= 8 && split_tf32_may_pay(*g)) {
+      Choice split{CublasConfig(m, true)};
+      split.score = 0.5;
+      split.notes.push_back("3xTF32: A and B split into TF32 high parts and fp32 residuals, then three cublasGemmStridedBatchedEx "
+                            "with TF32 compute accumulate A_lo*B_hi + A_hi*B_lo + A_hi*B_hi (fp32-level error)");
+      out.push_back(std::move(split));
+    }
     return out;
   }
 
@@ -62,6 +93,7 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       name << "cublas_mm_" << dtype_tag(g->dtype) << "_b" << (g->batch_T ? (g->batch == 1 ? std::string("T") : "T" + std::to_string(g->batch)) : std::to_string(g->batch)) << "_m"
            << (g->M ? std::to_string(g->M) : "T") << "_n" << g->N << "_k" << g->K << "_t" << g->trans_a << g->trans_b;
       if (g->epilogue) name << "_" << g->epilogue->ops_tag() << "_" << row_program_digest(config.match_view());
+      if (config.split_tf32) name << "_3xtf32";
       return name.str();
     }
     // Rows are part of the name: the generated kernels differ between one static token and T.
@@ -76,7 +108,7 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
 
   std::vector<Launch> launches(const CublasConfig& config) const override {
     const std::string base = kernel_name(config);
-    if (const GeneralMatmul* g = config.match.program()) return general_matmul_launches(*g, base);
+    if (const GeneralMatmul* g = config.match.program()) return general_matmul_launches(*g, base, config.split_tf32);
     const MatmulMatch& m = *config.match.fixed();
     const int64_t tokens_static = config.match.tokens_static;
     const std::string tokens = tokens_static ? std::to_string(tokens_static) : "T";
@@ -143,13 +175,13 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
 
   // Per token: the fp32 gate and up results (gate_up), then the normalized row (a norm prologue).
   int64_t workspace_bytes_per_token(const CublasConfig& config) const override {
-    if (const GeneralMatmul* g = config.match.program()) return general_matmul_workspace_per_token(*g);
+    if (const GeneralMatmul* g = config.match.program()) return general_matmul_workspace(*g, config.split_tf32).per_token;
     return cublas_per_token_bytes(*config.match.fixed());
   }
   // The dequantized weights of a quantized match.
   int64_t workspace_bytes_fixed(const CublasConfig& config) const override {
     const GeneralMatmul* g = config.match.program();
-    if (g) return general_matmul_workspace_fixed(*g);
+    if (g) return general_matmul_workspace(*g, config.split_tf32).fixed;
     const MatmulMatch& m = *config.match.fixed();
     return weights_are_plain(m) ? 0 : cublas_dequantized_offset(m, m.segments.size());
   }

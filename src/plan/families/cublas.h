@@ -22,11 +22,14 @@ struct CublasMatch {
 
 struct CublasConfig final : FamilyConfig {
   CublasMatch match;
+  // An fp32 general matmul as three TF32 tensor-core GEMMs on split operands (matmul_general.h,
+  // split_tf32.cuh): a candidate like any other, validated and timed; the plain fp32 GEMM stays the fallback.
+  bool split_tf32 = false;
 
-  explicit CublasConfig(CublasMatch m) : match(std::move(m)) {}
+  explicit CublasConfig(CublasMatch m, bool split = false) : match(std::move(m)), split_tf32(split) {}
   Match match_view() const override;
-  ParamSet params_view() const override { return {{"fallback", 1}}; }
-  bool fallback() const override { return true; }  // always in a matmul region's space
+  ParamSet params_view() const override { return split_tf32 ? ParamSet{{"split_tf32", 1}} : ParamSet{{"fallback", 1}}; }
+  bool fallback() const override { return !split_tf32; }  // the plain GEMM is always in a matmul region's space
 };
 
 // Threads of the RMSNorm prologue kernel (one row per block).

@@ -145,26 +145,86 @@ void add_general_matmul_view(const GeneralMatmul& g, Match& m) {
   m.facts["epilogue_vec"] = g.epilogue_vec;
 }
 
-std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::string& base) {
+std::string WorkspaceAt::slot() const { return "workspace:" + std::to_string(per_token) + "+" + std::to_string(fixed); }
+
+namespace {
+int64_t round_up(int64_t bytes, int64_t multiple) { return (bytes + multiple - 1) / multiple * multiple; }
+}  // namespace
+
+GeneralMatmulWorkspace general_matmul_workspace(const GeneralMatmul& g, bool split_tf32) {
+  // Elements per token and fixed: the product [batch, M, N] (M may be T; with batch_T, [T * batch,
+  // M, N]); A [batch, M, K]; B [batch, K, N] (a linear's weight: batch 1), per token only with batch_T.
+  const bool a_per_token = g.M == 0 || g.batch_T;
+  const int64_t product = g.batch * std::max<int64_t>(g.M, 1) * g.N;
+  const int64_t a_elements = g.batch * std::max<int64_t>(g.M, 1) * g.K, b_elements = g.batch * g.K * g.N;
+  GeneralMatmulWorkspace w;
+  // Per-token buffers first (their offsets are per-token byte counts), then the fixed ones.
+  std::vector<std::pair<int64_t, WorkspaceAt*>> per_token, fixed;
+  WorkspaceAt product_at;
+  if (g.epilogue) (a_per_token ? per_token : fixed).push_back({product * 4, &product_at});
+  if (split_tf32) {
+    w.a = SplitOperand{};
+    w.b = SplitOperand{};
+    (a_per_token ? w.a->per_token_elements : w.a->fixed_elements) = a_elements;
+    (g.batch_T ? w.b->per_token_elements : w.b->fixed_elements) = b_elements;
+    for (SplitOperand* op : {&*w.a, &*w.b})
+      for (WorkspaceAt* at : {&op->hi, &op->lo})
+        (op->per_token_elements ? per_token : fixed).push_back({(op->per_token_elements + op->fixed_elements) * 4, at});
+  }
+  for (auto& [bytes, at] : per_token) {
+    at->per_token = w.per_token;
+    w.per_token += round_up(bytes, 16);
+  }
+  for (auto& [bytes, at] : fixed) {
+    at->per_token = w.per_token;
+    at->fixed = w.fixed;
+    w.fixed += round_up(bytes, 256);
+  }
+  return w;
+}
+
+std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::string& base, bool split_tf32) {
   const bool epilogue = g.epilogue.has_value();
-  Launch gemm;
-  gemm.kernel = "cublasGemmStridedBatchedEx";
-  gemm.library = true;
-  // Row-major operands as cuBLAS's column-major ones (library_calls.cpp): leading dims of the stored
-  // matrices, and the elements between batches.
-  gemm.library_args = {{"op", "gemm_batched"},
-                       {"a", g.a},
-                       {"b", g.b},
-                       {"c", epilogue ? "workspace:0" : g.c},
-                       {"m", g.M == 0 ? "T" : std::to_string(g.M)},
-                       {"n", std::to_string(g.N)},
-                       {"k", std::to_string(g.K)},
-                       {"batch", g.batch_T ? (g.batch == 1 ? "T" : "T*" + std::to_string(g.batch)) : std::to_string(g.batch)},
-                       {"trans_a", g.trans_a ? "1" : "0"},
-                       {"trans_b", g.trans_b ? "1" : "0"},
-                       {"ab_dtype", std::string(ir::dtype_name(g.dtype))},
-                       {"c_dtype", epilogue ? "f32" : std::string(ir::dtype_name(g.dtype))}};
-  if (!epilogue) return {gemm};
+  const GeneralMatmulWorkspace w = general_matmul_workspace(g, split_tf32);
+  std::vector<Launch> out;
+  auto gemm = [&](const std::string& a, const std::string& b, bool accumulate) {
+    Launch l;
+    l.kernel = "cublasGemmStridedBatchedEx";
+    l.library = true;
+    // Row-major operands as cuBLAS's column-major ones (library_calls.cpp): leading dims of the stored
+    // matrices, and the elements between batches.
+    l.library_args = {{"op", "gemm_batched"},
+                      {"a", a},
+                      {"b", b},
+                      {"c", epilogue ? "workspace:0" : g.c},
+                      {"m", g.M == 0 ? "T" : std::to_string(g.M)},
+                      {"n", std::to_string(g.N)},
+                      {"k", std::to_string(g.K)},
+                      {"batch", g.batch_T ? (g.batch == 1 ? "T" : "T*" + std::to_string(g.batch)) : std::to_string(g.batch)},
+                      {"trans_a", g.trans_a ? "1" : "0"},
+                      {"trans_b", g.trans_b ? "1" : "0"},
+                      {"ab_dtype", std::string(ir::dtype_name(g.dtype))},
+                      {"c_dtype", epilogue ? "f32" : std::string(ir::dtype_name(g.dtype))}};
+    if (split_tf32) l.library_args["compute"] = "tf32";
+    if (accumulate) l.library_args["beta"] = "1";
+    out.push_back(std::move(l));
+  };
+  if (split_tf32) {
+    for (const auto& [suffix, op] : {std::pair{"_split_a", &*w.a}, std::pair{"_split_b", &*w.b}}) {
+      Launch split;
+      split.kernel = base + suffix;
+      split.block_x = 256;
+      const int64_t vec = general_matmul_split_vector(*op);
+      split.grid_x = Extent{op->per_token_elements / vec, op->fixed_elements / vec, 256};
+      out.push_back(std::move(split));
+    }
+    gemm(w.a->lo.slot(), w.b->hi.slot(), false);
+    gemm(w.a->hi.slot(), w.b->lo.slot(), true);
+    gemm(w.a->hi.slot(), w.b->hi.slot(), true);
+  } else {
+    gemm(g.a, g.b, false);
+  }
+  if (!epilogue) return out;
   const RowProgram& p = *g.epilogue;
   const int64_t vec = g.epilogue_vec;
   Launch program;
@@ -172,18 +232,12 @@ std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::s
   program.block_x = 256;
   const int64_t per_row = p.cols / vec;
   program.grid_x = Extent{p.rows_per_token() * per_row, p.rows_fixed() * per_row, 256};
-  return {gemm, program};
+  out.push_back(std::move(program));
+  return out;
 }
 
-// The fp32 product: [batch, M, N] (M may be T; with batch_T, [T * batch, M, N]).
-int64_t general_matmul_workspace_per_token(const GeneralMatmul& g) {
-  if (!g.epilogue) return 0;
-  if (g.M == 0) return g.N * 4;
-  return g.batch_T ? g.batch * g.M * g.N * 4 : 0;
-}
-
-int64_t general_matmul_workspace_fixed(const GeneralMatmul& g) {
-  return g.epilogue && g.M != 0 && !g.batch_T ? g.batch * g.M * g.N * 4 : 0;
+int64_t general_matmul_split_vector(const SplitOperand& op) {
+  return op.per_token_elements % 4 == 0 && op.fixed_elements % 4 == 0 ? 4 : 1;
 }
 
 }  // namespace agentcompile::plan

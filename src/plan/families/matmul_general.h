@@ -37,9 +37,35 @@ std::optional<GeneralMatmul> match_general_matmul(const RegionContext& ctx);
 // The serialized view.
 void add_general_matmul_view(const GeneralMatmul& matmul, Match& view);
 
+// A buffer in the workspace: `per_token` bytes per token in (the per-token part holds one [T, ...]
+// array after another) plus `fixed` bytes; its slot is "workspace:<per_token>+<fixed>".
+struct WorkspaceAt {
+  int64_t per_token = 0, fixed = 0;
+  std::string slot() const;
+};
+
+// An fp32 operand split for TF32 tensor cores (src/kernels/split_tf32.cuh): its high and low parts,
+// each laid out as the operand is, and its element count (per token, plus fixed).
+struct SplitOperand {
+  WorkspaceAt hi, lo;
+  int64_t per_token_elements = 0, fixed_elements = 0;
+};
+
+// Where a general matmul keeps its buffers: the fp32 product an epilogue reads (at the workspace's
+// start), then with `split_tf32` both operands' high and low parts. Per-token buffers are rounded to
+// 16 bytes a token and fixed ones to 256 bytes, so every buffer starts aligned for cuBLAS at any T.
+struct GeneralMatmulWorkspace {
+  int64_t per_token = 0, fixed = 0;  // totals
+  std::optional<SplitOperand> a, b;
+};
+GeneralMatmulWorkspace general_matmul_workspace(const GeneralMatmul& matmul, bool split_tf32);
+// Floats per thread of a split launch: 4 when both element counts allow 16-byte accesses.
+int64_t general_matmul_split_vector(const SplitOperand& operand);
+
 // The launches of a general matmul: the cuBLAS call, then the epilogue kernel `<base>_program`.
-std::vector<Launch> general_matmul_launches(const GeneralMatmul& matmul, const std::string& base);
-int64_t general_matmul_workspace_per_token(const GeneralMatmul& matmul);
-int64_t general_matmul_workspace_fixed(const GeneralMatmul& matmul);
+// With `split_tf32` (fp32 operands only), the operands are first split by `<base>_split_a` and
+// `<base>_split_b`, and three TF32 GEMMs accumulate A_lo·B_hi, A_hi·B_lo and A_hi·B_hi into the
+// product, smallest first (split_tf32.cuh says why that is fp32-accurate).
+std::vector<Launch> general_matmul_launches(const GeneralMatmul& matmul, const std::string& base, bool split_tf32);
 
 }  // namespace agentcompile::plan
