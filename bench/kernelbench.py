@@ -280,11 +280,12 @@ def geomean(values: list[float]) -> float | None:
 
 
 def uses_tf32(artifact: pathlib.Path) -> bool:
-    """Whether the artifact selected a kernel that runs on TF32 tensor cores (the 3xTF32 GEMMs)."""
+    """Whether the artifact selected a kernel that runs on TF32 tensor cores (a 3xTF32 GEMM) for any bucket."""
     try:
-        return "_3xtf32" in (artifact / "metadata.json").read_text()
-    except OSError:
+        metadata = json.loads((artifact / "metadata.json").read_text())
+    except (OSError, ValueError):
         return False
+    return any(s.get("kernel", "").endswith("_3xtf32") for r in metadata.get("regions", []) for s in r.get("selection", []))
 
 
 def summarize(entries: list[dict], tf32_baselines: bool = False) -> dict:

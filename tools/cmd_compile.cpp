@@ -68,6 +68,8 @@ void add_compile_command(CLI::App& app) {
                 "Measure every candidate again: do not read the tuning database (CACHE_DIR/tuning; fresh results are stored); implies --force");
   cmd->add_flag("--unfused", options->unfused, "No norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd->add_flag("--cublas-matmuls", options->library_matmuls, "Matmul regions use the cuBLAS fallback only (ablation)");
+  cmd->add_flag("--no-tf32", options->no_tf32,
+                "fp32 matmuls keep to fp32 arithmetic: no 3xTF32 candidate (split operands on TF32 tensor cores, fp32-level error)");
   cmd->add_flag("--batch-decode", options->batch_decode,
                 "Also compile decode_batch, decode of 1..16 sequences per step (batch buckets b1, b2, b3-4, b5-8, b9-16)");
   cmd->add_option("--quantize", options->quantize,

@@ -205,7 +205,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--drain-timeout", flags->drain_timeout,
                   "Seconds a SIGTERM waits for generations in flight before ending them with an error (default 30)")
       ->check(CLI::Range(0, 86400));
-  for (const char* gpu_only : {"--artifact", "--cache-dir", "--no-cuda-graph", "--no-pdl", "--unfused", "--cublas-matmuls", "--max-candidates",
+  for (const char* gpu_only : {"--artifact", "--cache-dir", "--no-cuda-graph", "--no-pdl", "--unfused", "--cublas-matmuls", "--no-tf32", "--max-candidates",
                                "--quantize", "--dequantize"})
     cpu->excludes(cmd->get_option(gpu_only));
   cmd->callback([flags] { run_serve(*flags); });

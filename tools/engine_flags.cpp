@@ -19,6 +19,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
   cmd.add_flag("--no-pdl", flags.no_pdl, "Launch decode kernels without programmatic dependent launch (ablation)");
   cmd.add_flag("--unfused", flags.unfused, "Compile without norm or attention prologues, matmul epilogues or horizontal matmul fusion (ablation)");
   cmd.add_flag("--cublas-matmuls", flags.cublas_matmuls, "Compile every matmul region to its cuBLAS fallback, no generated GEMV or GEMM (ablation)");
+  cmd.add_flag("--no-tf32", flags.no_tf32, "Compile fp32 matmuls without the 3xTF32 candidate (as `compile --no-tf32`)");
   cmd.add_flag("--batch-decode", flags.batch_decode,
                "Use the artifact that also holds decode_batch (compile --batch-decode; compiled on first use); serve --max-concurrency N > 1 implies it");
   cmd.add_option("--quantize", flags.quantize,
@@ -44,6 +45,7 @@ EngineOptions engine_options(const EngineFlags& flags) {
   options.compile.max_candidates = flags.max_candidates;
   options.compile.unfused = flags.unfused;
   options.compile.library_matmuls = flags.cublas_matmuls;
+  options.compile.no_tf32 = flags.no_tf32;
   options.compile.batch_decode = flags.batch_decode;
   options.compile.quantize = flags.quantize;
   options.compile.quantize_head = flags.quantize_head;

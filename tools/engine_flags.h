@@ -15,7 +15,7 @@ struct EngineFlags {
   std::string model, artifact, cache_dir;
   int64_t max_context = 0, prefill_chunk = 0;
   bool no_cuda_graph = false, no_pdl = false;
-  bool unfused = false, cublas_matmuls = false;  // compile ablations (a separate cached artifact each)
+  bool unfused = false, cublas_matmuls = false, no_tf32 = false;  // compile ablations (a separate cached artifact each)
   bool batch_decode = false;                      // the artifact also holds decode_batch (compile --batch-decode)
   std::string quantize;                          // weight formats (CompileOptions::quantize); the engine runs the same module
   std::string quantize_head;                     // CompileOptions::quantize_head

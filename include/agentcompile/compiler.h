@@ -62,6 +62,9 @@ struct CompileOptions {
   // Ablations (BENCHMARK.md): what the compiler may not do.
   bool unfused = false;               // no norm or attention prologues, matmul epilogues or horizontal matmul fusion
   bool library_matmuls = false;       // matmul regions run the cuBLAS fallback only (no generated GEMV/GEMM)
+  // fp32 matmuls keep to fp32 arithmetic: no 3xTF32 candidate (TF32 tensor cores on split operands,
+  // errors of fp32's order but not SGEMM's bit pattern); torch's default float32_matmul_precision "highest".
+  bool no_tf32 = false;
   bool batch_decode = false;          // also compile decode_batch (ir/decode_batch.h): decode of 1..16 sequences per step
   // Tensor parallelism: compile the module of rank `rank` of `tensor_parallel` ranks (src/shard: per-rank
   // shapes, all_reduce / all_gather regions); 0 compiles the whole model.

@@ -1,6 +1,7 @@
 """bench/kernelbench.py's record of a problem the capture refuses: a random reference (dropout in training
 mode, KernelBench L2 66) is unsupported and counts as incorrect; any other refusal is a capture failure."""
 import importlib.util
+import json
 import pathlib
 import tempfile
 import unittest
@@ -134,3 +135,19 @@ class F64ErrorTest(unittest.TestCase):
         x = torch.randn(4, 8)
         out = Argmax()(x)
         self.assertIsNone(harness().error_against_f64(torch, Argmax(), [x], {"eager": out, "agentcompile": out}))
+
+
+class Tf32SelectionTest(unittest.TestCase):
+    def test_only_a_selected_3xtf32_kernel_counts(self):
+        kb = harness()
+        with tempfile.TemporaryDirectory() as tmp:
+            art = pathlib.Path(tmp)
+            region = {"candidates": [{"name": "cublas_mm_f32_x_3xtf32"}, {"name": "cublas_mm_f32_x"}],
+                      "selection": [{"bucket": "forward", "kernel": "cublas_mm_f32_x"}]}
+            (art / "metadata.json").write_text(json.dumps({"regions": [region]}))
+            self.assertFalse(kb.uses_tf32(art))
+            region["selection"].append({"bucket": "forward-t65", "kernel": "cublas_mm_f32_x_3xtf32"})
+            (art / "metadata.json").write_text(json.dumps({"regions": [region]}))
+            self.assertTrue(kb.uses_tf32(art))
+            (art / "metadata.json").write_text("{truncated")
+            self.assertFalse(kb.uses_tf32(art))

@@ -57,6 +57,7 @@ fs::path default_artifact_dir(const fs::path& cache_dir, const fs::path& model, 
   std::string tag = support::sha256_hex(absolute.string() + "\n" + config.raw.dump()).substr(0, 20);
   if (compile.unfused) tag += "-unfused";
   if (compile.library_matmuls) tag += "-cublas-matmuls";
+  if (compile.no_tf32) tag += "-no-tf32";
   if (compile.batch_decode) tag += "-batch-decode";
   if (compile.tensor_parallel > 0) tag += "-tp" + std::to_string(compile.tensor_parallel) + "-rank" + std::to_string(compile.rank);
   return cache_root(cache_dir) / "models" / tag;

@@ -18,7 +18,7 @@ std::string artifact_incompatibility(const std::filesystem::path& dir, const fro
                                      const std::string& arch);
 
 // The default artifact directory of a model: <cache>/models/<hash of its path and configuration>,
-// with a suffix per compile ablation ("-unfused", "-cublas-matmuls"), so each keeps its own artifact.
+// with a suffix per compile ablation ("-unfused", "-cublas-matmuls", "-no-tf32"), so each keeps its own artifact.
 std::filesystem::path default_artifact_dir(const std::filesystem::path& cache_dir, const std::filesystem::path& model,
                                            const frontend::ModelConfig& config, const CompileOptions& compile = {});
 

@@ -50,11 +50,13 @@ json result_options(const CompileOptions& o, bool gpu) {
     advisor = {{"backend", advisor}, {"scope", o.advisor.scope}};
     if (o.advisor.backend == "openai" || o.advisor.backend == "anthropic") advisor["model"] = o.advisor.model;
   }
-  return {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
+  json result = {{"max_candidates", o.max_candidates}, {"seeds", o.seeds}, {"repetitions", o.repetitions}, {"no_gpu", o.no_gpu || !gpu},
           {"advisor", advisor}, {"search_budget", o.search.budget}, {"unfused", o.unfused}, {"library_matmuls", o.library_matmuls}, {"batch_decode", o.batch_decode}, {"context_tuning", o.context_tuning},
           {"early_stop_margin", o.search.ablate_advisor ? 0.0 : o.early_stop_margin},
           {"dump_ir", o.dump_ir},  // the listings are files of the artifact
           {"ablate_advisor", o.search.ablate_advisor ? json{{"budgets", o.search.ablate_budgets}, {"seed", o.search.ablate_seed}} : json(false)}};
+  if (o.no_tf32) result["no_tf32"] = true;  // only when set: artifacts compiled before the option keep their keys
+  return result;
 }
 
 json model_record(const frontend::ModelSource& source, const CompileOptions& options) {

@@ -12,7 +12,7 @@ Plan plan_candidates(const CapturedModel& model, const Analysis& analysis, const
   const auto start = std::chrono::steady_clock::now();
   const ir::Module& module = model.module.module;
   const int64_t max_tokens = model.source.config.max_position_embeddings;
-  const plan::PlannerOptions planner{options.max_candidates, options.library_matmuls};
+  const plan::PlannerOptions planner{options.max_candidates, options.library_matmuls, !options.no_tf32};
   Plan out;
   for (const AnalyzedFunction& analyzed : analysis.functions) {
     const ir::Function& function = *analyzed.function;

@@ -60,7 +60,8 @@ std::vector<RegionPlan> plan_function(const ir::Module& module, const ir::Functi
       auto candidates = family->candidates(ctx, device);
       if (!candidates) continue;
       plan.families_matched.push_back(family->name());
-      for (Candidate& c : *candidates) all.push_back(std::move(c));
+      for (Candidate& c : *candidates)
+        if (options.split_tf32 || !c.params.count("split_tf32")) all.push_back(std::move(c));
     }
     plan.enumerated = static_cast<int>(all.size());
     if (all.empty()) {

@@ -21,6 +21,7 @@ namespace agentcompile::plan {
 struct PlannerOptions {
   int max_candidates = 8;  // per region, fallback included
   bool library_matmuls = false;  // matmul regions: only the cuBLAS fallback family (an ablation)
+  bool split_tf32 = true;        // fp32 matmuls may get the 3xTF32 candidate (cublas.h); off: fp32 arithmetic only
 };
 
 struct RegionPlan {

@@ -227,6 +227,19 @@ TEST(PrimitiveFamilies, Fp32MatmulsHaveASplitTf32Candidate) {
     EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.ends_with("_3xtf32"); })) << rows;
     EXPECT_TRUE(std::any_of(plain_candidates.begin(), plain_candidates.end(), [](const plan::Candidate& c) { return c.fallback; })) << rows;
   }
+  // compile --no-tf32: the space keeps fp32 arithmetic only.
+  {
+    auto bound = ir::parse_module(testing::with_dtype(t_rows, ir::DType::kF32), "t_rows");
+    ASSERT_TRUE(bound.has_value());
+    const ir::Function& function = bound->functions.front();
+    const auto partition = analysis::form_regions(*bound, function);
+    const auto unique = analysis::unique_regions(*bound, function, partition, {64, 256});
+    plan::PlannerOptions no_tf32;
+    no_tf32.split_tf32 = false;
+    const auto plans = plan::plan_function(*bound, function, partition, unique, *plan::named_device_profile("h200"), no_tf32);
+    ASSERT_FALSE(plans.front().candidates.empty());
+    for (const auto& c : plans.front().candidates) EXPECT_FALSE(c.name().ends_with("_3xtf32")) << c.name();
+  }
   auto module = ir::parse_module(testing::with_dtype(t_rows, ir::DType::kF32), "t_rows");
   ASSERT_TRUE(module.has_value()) << module.status().to_string();
   const auto planned = plan_module(*module, "h200");

@@ -9,8 +9,10 @@
 // Quantized weights (int8 per channel, int4 groups: ir/quant.h) are first dequantized to x's dtype
 // by a generated kernel per linear (dequant.cuh) into the workspace, which the GEMMs read.
 // Always in the space of a matmul region, and marked as its fallback: a generated kernel is selected
-// only when it is measured faster. The record is in cublas.h; codegen/renderers/cublas.cpp writes
-// the generated kernels.
+// only when it is measured faster. An fp32 general matmul bound by its FLOPs also gets the 3xTF32
+// candidate (not a fallback): its operands split by generated kernels (split_tf32.cuh), then three TF32
+// GEMMs (matmul_general.h); a plain fp32 linear takes the general form for it. The record is in
+// cublas.h; codegen/renderers/cublas.cpp writes the generated kernels.
 #include "plan/families/cublas.h"
 
 #include <sstream>
