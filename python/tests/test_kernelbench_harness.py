@@ -124,6 +124,12 @@ class F64ErrorTest(unittest.TestCase):
         self.assertAlmostEqual(over_tf32["geomean_over_eager"], 0.5)
         self.assertAlmostEqual(over_tf32["geomean_over_compile"], 0.4)
         self.assertEqual(over_tf32["fast_1_eager"], 0)
+        # A pair whose kernels use no TF32 has no TF32 baselines: its own stand in the TF32 summary.
+        plain = {"level": 2, "problem": "19_relu", "dtype": "f32", "correct": True, "agentcompile_ms": 1.0,
+                 "eager_ms": 4.0, "torch_compile_ms": 1.0}
+        both = kb.summarize([entry, plain], tf32_baselines=True)
+        self.assertAlmostEqual(both["geomean_over_eager"], 2 ** 0.5)  # sqrt(0.5 * 4.0)
+        self.assertAlmostEqual(both["fast_1_eager"], 0.5)
 
     def test_integer_outputs_have_no_f64_error(self):
         import torch
