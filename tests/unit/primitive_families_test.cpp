@@ -205,12 +205,19 @@ TEST(PrimitiveFamilies, Fp32MatmulsHaveASplitTf32Candidate) {
       "    %w = weight {name = \"w\"} : $DT[512, 768]\n    %0 = linear(%x, %w) : $DT[T, 512]\n    %1 = relu(%0) : $DT[T, 512]\n"
       "    return %1\n  }\n}\n";
   for (const auto& m : testing::primitive_modules()) {
-    if (m.name != "matmul" && m.name != "matvec" && m.name != "gemm_compute_bound") continue;
+    const bool compute_bound = m.name.find("compute_bound") != std::string::npos;
+    if (m.name != "matmul" && m.name != "matvec" && !compute_bound) continue;
     for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16}) {
       const ir::Module module = parse(m, dtype);
-      const auto& candidates = plan_module(module, "h200").plans.front().candidates;
-      const bool split = std::any_of(candidates.begin(), candidates.end(), [](const plan::Candidate& c) { return c.name().ends_with("_3xtf32"); });
-      EXPECT_EQ(split, dtype == ir::DType::kF32 && m.name == "gemm_compute_bound") << label(m, dtype);
+      const Planned planned = plan_module(module, "h200");
+      const auto& candidates = planned.plans.front().candidates;
+      const auto split = std::find_if(candidates.begin(), candidates.end(), [](const plan::Candidate& c) { return c.name().ends_with("_3xtf32"); });
+      EXPECT_EQ(split != candidates.end(), dtype == ir::DType::kF32 && compute_bound) << label(m, dtype);
+      // Odd element counts split one float per thread; the others four (16-byte accesses).
+      if (split == candidates.end()) continue;
+      auto source = codegen::render_source(*split);
+      ASSERT_TRUE(source.has_value()) << source.status().to_string();
+      EXPECT_NE(source->find(m.name.ends_with("_odd") ? "split_tf32</*VEC=*/1>" : "split_tf32</*VEC=*/4>"), std::string::npos) << *source;
     }
   }
   // A plain linear (the fixed-epilogue matcher's) takes the general form when the split may pay.
@@ -221,7 +228,8 @@ TEST(PrimitiveFamilies, Fp32MatmulsHaveASplitTf32Candidate) {
                               ") : f32[" + rows + ", 512]\n    return %0\n  }\n}\n";
     auto parsed = ir::parse_module(plain, "plain");
     ASSERT_TRUE(parsed.has_value()) << parsed.status().to_string();
-    const auto& plain_candidates = plan_module(*parsed, "h200").plans.front().candidates;
+    const Planned plain_planned = plan_module(*parsed, "h200");
+    const auto& plain_candidates = plain_planned.plans.front().candidates;
     std::vector<std::string> names;
     for (const auto& c : plain_candidates) names.push_back(c.name());
     EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.ends_with("_3xtf32"); })) << rows;

@@ -210,6 +210,14 @@ inline std::vector<PrimitiveModule> primitive_modules() {
   add("gemm_compute_bound", "L2 GEMM + activation (compute-bound)", {"cublas"},
       unary_module("%a: $DT[384, 512], %b: $DT[512, 448]", "$DT[384, 448]",
                    "    %0 = matmul(%a, %b) : $DT[384, 448]\n    %1 = relu(%0) : $DT[384, 448]\n    return %1\n"));
+  // The split's other layouts: odd sizes (scalar split passes) with B read transposed, and a batch.
+  add("gemm_compute_bound_odd", "L1/8 irregular shapes, L1/17 transposed B (compute-bound)", {"cublas"},
+      unary_module("%a: $DT[385, 513], %b: $DT[447, 513]", "$DT[385, 447]",
+                   "    %0 = transpose(%b) {perm = [1, 0]} : $DT[513, 447]\n    %1 = matmul(%a, %0) : $DT[385, 447]\n"
+                   "    return %1\n"));
+  add("bmm_compute_bound", "L1/3 batched matmul (compute-bound)", {"cublas"},
+      unary_module("%a: $DT[3, 384, 512], %b: $DT[3, 512, 448]", "$DT[3, 384, 448]",
+                   "    %0 = matmul(%a, %b) : $DT[3, 384, 448]\n    return %0\n"));
   add("matmul_transposed", "L1/16-18 transposed operands", {"cublas"},
       unary_module("%a: $DT[96, 64], %b: $DT[80, 96]", "$DT[64, 80]",
                    "    %0 = transpose(%a) {perm = [1, 0]} : $DT[64, 96]\n    %1 = transpose(%b) {perm = [1, 0]} : $DT[96, 80]\n"
