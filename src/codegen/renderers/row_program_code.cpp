@@ -67,8 +67,8 @@ bool broadcast_rows(const RowProgram::Load& load) {
 
 class ProgramWriter {
  public:
-  ProgramWriter(const RowProgram& p, int vec, const std::string& provided)
-      : p_(p), vec_(vec), rows_op_(p.has_row_op()), provided_(provided) {}
+  ProgramWriter(const RowProgram& p, int vec, const std::string& provided, bool fast_math)
+      : p_(p), vec_(vec), rows_op_(p.has_row_op()), provided_(provided), fast_math_(fast_math) {}
 
   std::string write() {
     const std::string V = std::to_string(vec_);
@@ -154,12 +154,12 @@ class ProgramWriter {
       case OpKind::kCast: return cast_expression(a, p_.value_dtype(step.a), step.dtype);
       case OpKind::kLog: return "logf(" + a + ")";
       case OpKind::kLog1p: return "log1pf(" + a + ")";
-      case OpKind::kExpm1: return "expm1f(" + a + ")";
+      case OpKind::kExpm1: return (fast_math_ ? "ac::expm1_fast(" : "expm1f(") + a + ")";
       case OpKind::kSqrt: return "sqrtf(" + a + ")";
       case OpKind::kRsqrt: return "rsqrtf(" + a + ")";
       case OpKind::kAbs: return is_int ? "abs(" + a + ")" : "fabsf(" + a + ")";
       case OpKind::kTanh: return "tanhf(" + a + ")";
-      case OpKind::kSigmoid: return "ac::sigmoid(" + a + ")";
+      case OpKind::kSigmoid: return (fast_math_ ? "ac::sigmoid_fast(" : "ac::sigmoid(") + a + ")";
       case OpKind::kRelu: return "ac::relu(" + a + ")";
       case OpKind::kErf: return "erff(" + a + ")";
       case OpKind::kSin: return "sinf(" + a + ")";
@@ -310,13 +310,14 @@ class ProgramWriter {
   const int vec_;
   const bool rows_op_;
   const std::string provided_;
+  const bool fast_math_;
   std::ostringstream src_;
 };
 
 }  // namespace
 
-std::string render_row_program(const plan::RowProgram& program, int vec, const std::string& provided) {
-  return ProgramWriter(program, vec, provided).write();
+std::string render_row_program(const plan::RowProgram& program, int vec, const std::string& provided, bool fast_math) {
+  return ProgramWriter(program, vec, provided, fast_math).write();
 }
 
 std::string render_program_binding(const plan::RowProgram& p, const std::string& var, const std::string& provided) {

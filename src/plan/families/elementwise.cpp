@@ -12,6 +12,16 @@ namespace agentcompile::plan {
 
 namespace {
 
+// Whether the chain has an op fast_math.cuh shortens and stores every result in 16 bits (where the
+// short forms' ~1e-6 relative error is far below the output's rounding).
+bool has_fast_form(const RowProgram& p) {
+  for (const RowProgram::Store& store : p.stores)
+    if (store.dtype != ir::DType::kF16 && store.dtype != ir::DType::kBF16) return false;
+  for (const RowProgram::Step& step : p.steps)
+    if (step.op == ir::OpKind::kExpm1 || step.op == ir::OpKind::kSigmoid) return true;
+  return false;
+}
+
 class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig> {
  public:
   std::string name() const override { return "elementwise"; }
@@ -56,6 +66,21 @@ class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig
         }
       }
     }
+    // expm1 or sigmoid stored in 16 bits: the accurate library forms (~30 instructions an element)
+    // bind a large kernel to the issue rate before memory (SELU in f16). The best geometry again with
+    // the shorter forms of fast_math.cuh, ranked just below it (a form of its own, so a capped space
+    // keeps it and loses one geometry at most).
+    if (has_fast_form(p) && !out.empty()) {
+      const Choice& best = *std::max_element(out.begin(), out.end(), [](const Choice& a, const Choice& b) { return a.score < b.score; });
+      ElementwiseSchedule s = best.config.schedule;
+      s.fast_math = true;
+      Choice f{ElementwiseConfig(p, s)};
+      f.score = best.score * 0.999;
+      f.form = "fast_math";
+      f.notes = best.notes;
+      f.notes.push_back("expm1 / sigmoid in their short forms (fast_math.cuh): results stored in 16 bits");
+      out.push_back(std::move(f));
+    }
     Choice fallback{ElementwiseConfig(p, ElementwiseSchedule{256, 1, 1, true})};
     fallback.score = 0.01;
     fallback.notes = {"conservative fallback: one element per thread, no alignment assumed"};
@@ -69,6 +94,7 @@ class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig
     std::ostringstream name;
     name << "elementwise_" << p.ops_tag() << "_" << dtype_tag(p.dtype()) << "_c" << p.cols << "_" << rows_tag(p.rows_per_token(), p.rows_fixed())
          << "_" << row_program_digest(config.match_view()) << "_t" << s.threads << "_v" << s.vec << "_u" << s.unroll;
+    if (s.fast_math) name << "_fm";
     return name.str();
   }
 
@@ -89,6 +115,7 @@ class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig
 ParamSet ElementwiseConfig::params_view() const {
   ParamSet p{{"threads", schedule.threads}, {"vec", schedule.vec}, {"unroll", schedule.unroll}};
   if (schedule.fallback) p["fallback"] = 1;
+  if (schedule.fast_math) p["fast_math"] = 1;
   return p;
 }
 
