@@ -4,7 +4,6 @@
 // candidates are validated against the reference interpreter like every other.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <functional>
 

@@ -2,6 +2,7 @@
 #include "plan/families/matmul_general.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace agentcompile::plan {
 
@@ -160,8 +161,7 @@ GeneralMatmulWorkspace general_matmul_workspace(const GeneralMatmul& g, bool spl
   GeneralMatmulWorkspace w;
   // Per-token buffers first (their offsets are per-token byte counts), then the fixed ones.
   std::vector<std::pair<int64_t, WorkspaceAt*>> per_token, fixed;
-  WorkspaceAt product_at;
-  if (g.epilogue) (a_per_token ? per_token : fixed).push_back({product * 4, &product_at});
+  if (g.epilogue) (a_per_token ? per_token : fixed).push_back({product * 4, &w.product});
   if (split_tf32) {
     w.a = SplitOperand{};
     w.b = SplitOperand{};
@@ -186,6 +186,8 @@ GeneralMatmulWorkspace general_matmul_workspace(const GeneralMatmul& g, bool spl
 std::vector<Launch> general_matmul_launches(const GeneralMatmul& g, const std::string& base, bool split_tf32) {
   const bool epilogue = g.epilogue.has_value();
   const GeneralMatmulWorkspace w = general_matmul_workspace(g, split_tf32);
+  // The epilogue's row program reads the product at the workspace's start ("workspace:0").
+  assert(w.product.per_token == 0 && w.product.fixed == 0);
   std::vector<Launch> out;
   auto gemm = [&](const std::string& a, const std::string& b, bool accumulate) {
     Launch l;

@@ -56,6 +56,7 @@ struct SplitOperand {
 // 16 bytes a token and fixed ones to 256 bytes, so every buffer starts aligned for cuBLAS at any T.
 struct GeneralMatmulWorkspace {
   int64_t per_token = 0, fixed = 0;  // totals
+  WorkspaceAt product;               // with an epilogue; first of its part, so always the workspace's start
   std::optional<SplitOperand> a, b;
 };
 GeneralMatmulWorkspace general_matmul_workspace(const GeneralMatmul& matmul, bool split_tf32);
