@@ -23,6 +23,17 @@ __device__ __forceinline__ float leaky_relu(float v, float slope) { return v >= 
 // clamp keeps NaN (a comparison with NaN is false).
 __device__ __forceinline__ float clamp_lo(float v, float lo) { return v < lo ? lo : v; }
 __device__ __forceinline__ float clamp_hi(float v, float hi) { return v > hi ? hi : v; }
+// pow(a, b) as std::pow gives it for floats, under --use_fast_math (where powf is exp2(b * log2(a)),
+// NaN for a negative base): a^0 = 1; a negative base takes an integral exponent with the sign of its
+// parity and gives NaN for any other; the magnitude is powf(|a|, b).
+__device__ __forceinline__ float pow_real(float a, float b) {
+  if (b == 0.f) return 1.f;
+  const float magnitude = powf(fabsf(a), b);
+  if (!(a < 0.f)) return a != a ? a : magnitude;
+  if (rintf(b) != b) return __int_as_float(0x7fc00000);
+  return fmodf(fabsf(b), 2.f) == 1.f ? -magnitude : magnitude;
+}
+
 __device__ __forceinline__ float signf(float v) { return v > 0.f ? 1.f : v < 0.f ? -1.f : 0.f; }  // 0 for 0, -0 and NaN
 __device__ __forceinline__ int signi(int v) { return (v > 0) - (v < 0); }
 // float -> int truncates toward zero, saturating, NaN -> 0 (cvt.rzi.s32.f32 does all three).

@@ -152,6 +152,15 @@ inline std::vector<PrimitiveModule> primitive_modules() {
                    "    %s = mul(%x, %x) : $DT[16, 64, 64]\n    %f = reshape(%s) {shape = [65536]} : $DT[65536]\n"
                    "    %t = reduce_sum(%f) {axis = 0} : $DT[]\n    %n = sqrt(%t) : $DT[]\n    %0 = div(%x, %n) : $DT[16, 64, 64]\n"
                    "    return %0\n"));
+  // pow of a signed base (L1/94's (predictions - targets) ** 2): kernels build with --use_fast_math, where
+  // powf is exp2(b * log2(a)) and NaN for a negative base; squares, cubes and other integral exponents
+  // must keep the reference's values and signs.
+  add("pow_signed", "L1/94 MSELoss ((x - y) ** 2), integral powers of a signed base", {"elementwise"},
+      unary_module("%x: $DT[64, 1000], %y: $DT[64, 1000]", "$DT[64, 1000]",
+                   c("two", "2.0") + c("three", "3.0") + c("four", "4.0") +
+                       "    %d = sub(%x, %y) : $DT[64, 1000]\n    %s = pow(%d, %two) : $DT[64, 1000]\n"
+                       "    %k = pow(%d, %three) : $DT[64, 1000]\n    %q = pow(%d, %four) : $DT[64, 1000]\n"
+                       "    %a = add(%s, %k) : $DT[64, 1000]\n    %0 = add(%a, %q) : $DT[64, 1000]\n    return %0\n"));
   // Reductions over dim 1 of [B, D1, D2] (L1/47-53): the column family.
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "argmax", "argmin"}) {
     const bool index = std::string(op).rfind("arg", 0) == 0;

@@ -127,6 +127,24 @@ class ProgramWriter {
     return t == "float" ? "(" + a + " ? 1.f : 0.f)" : "(" + a + " ? 1 : 0)";
   }
 
+  // pow as the reference computes it. Kernels build with --use_fast_math, where powf is
+  // exp2(b * log2(a)): NaN for every negative base ((x - y) ** 2 is half NaN) and a few ulps off for
+  // squares. Exponents 1, 2, 3 and 0.5 of a literal are spelled as products and a square root; any
+  // other goes through ac::pow_real (pointwise.cuh), which gives a negative base with an integral
+  // exponent the sign of its parity.
+  std::string pow_expression(const RowProgram::Step& step, const std::string& a, const std::string& b) const {
+    if (step.b >= 0 && p_.is_load(step.b)) {
+      const RowProgram::Load& exponent = p_.loads[static_cast<size_t>(step.b)];
+      if (exponent.kind == RowProgram::LoadKind::kLiteral) {
+        if (exponent.value == 1.0) return a;
+        if (exponent.value == 2.0) return "(" + a + " * " + a + ")";
+        if (exponent.value == 3.0) return "(" + a + " * " + a + " * " + a + ")";
+        if (exponent.value == 0.5) return "sqrtf(" + a + ")";
+      }
+    }
+    return "ac::pow_real(" + a + ", " + b + ")";
+  }
+
   std::string op_expression(const RowProgram::Step& step) const {
     const std::string a = step.a >= 0 ? ref(step.a) : "", b = step.b >= 0 ? ref(step.b) : "", c = step.c >= 0 ? ref(step.c) : "";
     const bool is_int = step.a >= 0 && p_.value_dtype(step.a) == ir::DType::kI32;
@@ -135,7 +153,7 @@ class ProgramWriter {
       case OpKind::kSub: return a + " - " + b;
       case OpKind::kMul: return a + " * " + b;
       case OpKind::kDiv: return a + " / " + b;  // int division truncates toward zero, as C++'s does
-      case OpKind::kPow: return "powf(" + a + ", " + b + ")";
+      case OpKind::kPow: return pow_expression(step, a, b);
       case OpKind::kMaximum: return "ac::nan_max(" + a + ", " + b + ")";
       case OpKind::kMinimum: return "ac::nan_min(" + a + ", " + b + ")";
       case OpKind::kEq: return "(" + a + " == " + b + ")";
