@@ -34,6 +34,9 @@ Expected<int> lower_sdpa(ir::Module& module);
 // A lowering after it: a reduction over a last axis of more than 2^24 elements -> two reductions
 // over a view of the axis as [a, b] (split_reductions.cpp).
 Expected<int> split_long_reductions(ir::Module& module);
+// And one after that: a 16-bit float sum read only as a division's numerator is summed and divided in
+// f32, then rounded once (divided_sums.cpp).
+Expected<int> widen_divided_sums(ir::Module& module);
 // Rule 9: weight-only expressions -> parameters computed once by @init.
 Expected<int> hoist_weight_expressions(ir::Module& module);
 // Rule 10: a linear read only through slices that partition its outputs -> one linear per slice on
