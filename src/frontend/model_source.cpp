@@ -25,6 +25,17 @@ const char* model_format_name(ModelFormat format) {
 
 namespace {
 
+// The dtype a captured function computes in (what reports and the artifact's identity name): its first
+// floating-point argument's, else its first floating-point parameter's, else `otherwise`.
+ir::DType captured_module_dtype(const ir::Module& module, ir::DType otherwise) {
+  for (const ir::Function& function : module.functions)
+    for (ir::ValueId arg : function.args)
+      if (ir::is_float(function.type(arg).dtype)) return function.type(arg).dtype;
+  for (const ir::ParamDecl& param : module.params)
+    if (ir::is_float(param.type.dtype)) return param.type.dtype;
+  return otherwise;
+}
+
 // A tensor a checkpoint may carry that the graph does not use: transformers before 4.31 saved every
 // layer's rotary inv_freq buffer, which it (and the builders) recompute from the config on load.
 bool is_rotary_buffer(const TensorInfo& tensor, const ModelConfig& config) {
@@ -131,6 +142,7 @@ Expected<ModelSource> open_model(const fs::path& path, bool with_weights, const 
     } else {
       source.config.model_type = "module";
       source.config.raw = source.capture->raw;
+      source.config.dtype = captured_module_dtype(*source.captured, source.config.dtype);
     }
     if (with_weights) {
       AC_ASSIGN_OR_RETURN(source.weights, open_captured_weights(path, *source.capture));
