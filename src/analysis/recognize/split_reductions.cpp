@@ -10,8 +10,8 @@
 // columns (many rows: the row families spread them over the GPU) and the second one row of a.
 // Sums, products, maxima and minima regroup exactly up to float rounding (ints exactly); a mean is
 // the mean of the equal-sized parts' means. keepdim applies to the second reduction. The parts of a
-// 16-bit float reduction are f32 (the input is cast where the first reduction reads it, the result
-// rounded once at the end). argmax/argmin
+// 16-bit float reduction are f32 (the input is cast before the view the first reduction reads, the
+// result rounded once at the end). argmax/argmin
 // are left alone (an index into the flattened axis). Refuses an axis of at most kLongAxis elements,
 // a dynamic one, and one whose largest divisor in range is below kMinSplitColumns (a prime length):
 // such a reduction keeps its form.
@@ -55,7 +55,9 @@ ValueId rewrite(Rewriter& rw, int index) {
   // does), and only the result is rounded back.
   const ir::DType dtype = rw.type(x).dtype;
   const bool narrow = ir::is_float(dtype) && ir::dtype_size(dtype) < 4;
-  const ValueId source = narrow ? rw.cast(rw.reshape(x, split), ir::DType::kF32) : rw.reshape(x, split);
+  // (cast, then reshape: the reduction reads the reshape directly, which reshape_pointwise_inputs then moves
+  // onto the inputs of the pointwise chain before it, cast included.)
+  const ValueId source = narrow ? rw.reshape(rw.cast(x, ir::DType::kF32), split) : rw.reshape(x, split);
   const ValueId parts = rw.emit(node.op, {source}, {{"axis", int64_t{-1}}, {"keepdim", int64_t{0}}});  // [..., a]
   const ValueId result = rw.emit(node.op, {parts}, {{"axis", int64_t{-1}}, {"keepdim", node.int_attr("keepdim", 0)}});
   return narrow ? rw.cast(result, dtype) : result;
