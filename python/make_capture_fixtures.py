@@ -8,7 +8,8 @@ Causal LMs (prefill + decode):
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
   relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
-  cross_entropy, triplet_margin, sdpa_batched -- KernelBench-style problems at small sizes; each directory
+  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16 -- KernelBench-style problems at
+  small sizes; each directory
   keeps its problem file (<name>.py).
 Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
 repository-relative); with names, only those directories are written again and the others are kept.
@@ -179,9 +180,35 @@ class Model(nn.Module):
 def get_inputs(): return [torch.randn(4, 8, 16, 32), torch.randn(4, 8, 16, 32), torch.randn(4, 8, 16, 32)]
 def get_init_inputs(): return []
 """,
+    # KernelBench level 1, 94 at a small size: the mean of (p - t) ** 2 over every element reads the squares
+    # through a flattening reshape, which recognition moves onto p and t (one reduction region), and pow
+    # of a negative base must keep its sign under fast math.
+    "mse_loss": """
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean((predictions - targets) ** 2)
+
+def get_inputs(): return [torch.rand(64, 256) * 0.5, torch.rand(64, 256)]
+def get_init_inputs(): return []
+""",
+    # KernelBench level 1, 34 in f16 at a small size: the statistics over each (n, c) row read an f32 copy
+    # of x through a reshape, which recognition moves onto x (mean and variance each one reduction region
+    # reading the f16 input, the variance's per-row mean a broadcast operand).
+    "instance_norm_f16": """
+class Model(nn.Module):
+    def __init__(self, num_features):
+        super().__init__()
+        self.inorm = nn.InstanceNorm2d(num_features=num_features)
+
+    def forward(self, x):
+        return self.inorm(x)
+
+def get_inputs(): return [torch.randn(2, 4, 16, 16)]
+def get_init_inputs(): return [4]
+""",
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).
-PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"]}
+PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"], "instance_norm_f16": ["--dtype", "f16"]}
 
 
 def capture(*args: str) -> None:

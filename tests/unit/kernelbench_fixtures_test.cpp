@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "command_runner.h"
 #include "scratch_files.h"
@@ -16,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched"};
+const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
@@ -58,6 +60,30 @@ TEST(KernelBenchFixtures, AMatmulRegionKeepsEveryOutput) {
   const std::string r0 = candidates.substr(0, candidates.find("\nr1 "));
   EXPECT_EQ(r0.find("cublas_plain"), std::string::npos) << r0;
   EXPECT_NE(r0.find("_add_cast_"), std::string::npos) << r0;  // the program epilogue: bias add, then the f32 copy
+}
+
+// A loss or norm over every element reads its pointwise chain through a reshape, which recognition moves
+// onto the inputs (reshape_pointwise_inputs): MSELoss is one reduction region reading p and t (the squares
+// never reach memory), and InstanceNorm's mean and variance are each one reduction region that reads the
+// f16 input (no f32 copy of x, no (x - mean)^2 tensor), the variance's mean a per-row broadcast operand.
+TEST(KernelBenchFixtures, ReductionsOverReshapedChainsAreOneRegion) {
+  const std::map<std::string, std::vector<std::string>> expected = {
+      {"mse_loss", {"sub pow reduce_mean"}},
+      {"instance_norm_f16", {"cast reduce_mean", "sub mul reduce_sum", "div cast cast add rsqrt sub mul"}},
+  };
+  for (const auto& [name, regions] : expected) {
+    const fs::path work = testing::scratch_dir("kernelbench-fixtures", name + "-regions");
+    const testing::CommandRun run = testing::run_cli("compile " + fixture_dir(name).string() + " --device-profile h200 -o " +
+                                                     (work / "artifact").string() + " --cache-dir " + (work / "cache").string());
+    ASSERT_EQ(run.status, 0) << run.output;
+    const std::string report = testing::file_bytes(work / "artifact/report.md");
+    std::vector<std::string> found;
+    for (size_t at = report.find("\nops: "); at != std::string::npos; at = report.find("\nops: ", at + 1)) {
+      const size_t begin = at + 6, end = report.find(';', begin);
+      found.push_back(report.substr(begin, end - begin));
+    }
+    EXPECT_EQ(found, regions) << name;
+  }
 }
 
 // CrossEntropyLoss counts the targets it keeps: a reduce_sum of i32 values over a 1-D axis, which

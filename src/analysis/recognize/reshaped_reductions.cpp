@@ -2,17 +2,23 @@
 //
 // A reduction over every element of a computed tensor reads it through a reshape: torch.mean((p - t) ** 2)
 // (KernelBench's MSELoss, Huber, Hinge and Frobenius norms) flattens the squares, and
-// split_long_reductions views the flat axis as [a, b]. The reshape stands between the pointwise chain and
-// the reduction, so they form two regions: the chain writes the whole tensor (4 GB for MSELoss's 2^30
-// squares in f32) and the reduction reads it back. A row-major reshape commutes with elementwise ops of
-// one shape, so the rule moves it onto the chain's inputs:
-//   reduce(reshape(f(x, y)), ...)  ->  reduce(f(reshape(x), reshape(y)), ...)
+// split_long_reductions views the flat axis as [a, b]; an instance norm's statistics read its rows as
+// [N * C, H * W]. The reshape stands between the pointwise chain and the reduction, so they form two
+// regions: the chain writes the whole tensor (4 GB for MSELoss's 2^30 squares in f32) and the reduction
+// reads it back. A row-major reshape commutes with elementwise ops, so the rule moves it onto the chain's
+// inputs:
+//   reduce(reshape(f(x, y, m)), ...)  ->  reduce(f(reshape(x), reshape(y), reshape(m)), ...)
 // and the chain and the reduction share one iteration space, one region. The chain is followed up from
-// the reshape through pointwise ops whose result only the chain reads and whose operands all have the
-// result's shape or are scalars (a scalar operand stays as it is); any other value (a broadcast operand,
-// a value read elsewhere, a function result, a non-pointwise producer) is a leaf and is reshaped itself.
-// Applies to a reshape whose result reaches reductions only (directly or through pointwise ops of its
-// shape) and whose operand a pointwise op produces, looking through reshapes read only by it.
+// the reshape through pointwise ops (and through reshapes only it reads) whose result is not returned,
+// read only by the chain, or, for a unary op (a cast to f32 of a 16-bit input, read by the mean and the
+// variance of a norm alike), by others too: the op is then computed again inside the reduction, which
+// reads its input instead of its result. Operands of the op's shape are followed; a scalar stays as it is;
+// a broadcast operand (a norm's per-row mean, [1, C, 1, 1]) is reshaped too where the reshape merges
+// adjacent axes and each merged run is whole or broadcast in it. Anything else is a leaf, reshaped
+// itself. Applies to a reshape whose result reaches reductions only (directly or through pointwise ops of
+// its shape) and whose operand a pointwise op produces.
+#include <optional>
+
 #include "analysis/recognize/passes.h"
 #include "analysis/recognize/rewriter.h"
 
@@ -25,20 +31,75 @@ namespace {
 
 bool is_pointwise(OpKind op) { return ir::op_info(op).op_class == ir::OpClass::kPointwise; }
 
-// Whether the old value's producer is a pointwise op the chain may pass through: read only by the chain
-// (one user), not returned, its operands of its own shape or scalars.
-bool passes_through(const Rewriter& rw, ValueId value) {
+bool all_static(const ir::Shape& shape) {
+  for (const ir::Dim& d : shape)
+    if (!d.is_static()) return false;
+  return true;
+}
+
+// The shape a broadcast operand (of a chain op whose result has shape `from`) takes when the chain is
+// computed on `to`, where `to` merges adjacent axes of `from` (unit axes anywhere): each merged run is
+// whole in the operand (the run's size) or broadcast (1). Nullopt for any other reshape or operand.
+std::optional<ir::Shape> broadcast_on(ir::Shape operand, const ir::Shape& from, const ir::Shape& to) {
+  if (!all_static(operand) || !all_static(from) || !all_static(to) || operand.size() > from.size()) return std::nullopt;
+  operand.insert(operand.begin(), from.size() - operand.size(), ir::Dim::of(1));  // numpy's left padding
+  std::vector<size_t> run(from.size());
+  size_t j = 0;
+  int64_t size = 1;
+  for (size_t i = 0; i < from.size(); ++i) {
+    while (j < to.size() && size == 1 && to[j].value == 1 && from[i].value != 1) ++j;  // a unit axis of `to`
+    if (j >= to.size()) {
+      if (from[i].value != 1) return std::nullopt;
+      run[i] = to.size() - 1;
+      continue;
+    }
+    size *= from[i].value;
+    run[i] = j;
+    if (size == to[j].value) {
+      ++j;
+      size = 1;
+    } else if (size > to[j].value || to[j].value % size != 0) {
+      return std::nullopt;  // `to` splits an axis of `from`
+    }
+  }
+  while (j < to.size() && to[j].value == 1) ++j;
+  if (j != to.size() || to.empty()) return std::nullopt;
+  std::vector<int> whole(to.size(), 0), broadcast(to.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i].value == 1) continue;
+    if (operand[i].value == from[i].value) whole[run[i]] = 1;
+    else if (operand[i].value == 1) broadcast[run[i]] = 1;
+    else return std::nullopt;
+  }
+  ir::Shape out;
+  for (size_t k = 0; k < to.size(); ++k) {
+    if (whole[k] && broadcast[k]) return std::nullopt;
+    out.push_back(whole[k] ? to[k] : ir::Dim::of(1));
+  }
+  return out;
+}
+
+// Whether the old value's producer is a pointwise op the chain may pass through on `shape` (see above).
+bool passes_through(const Rewriter& rw, ValueId value, const ir::Shape& shape) {
   const ir::Function& old = rw.old();
   const int producer = old.value(value).producer;
   if (producer < 0) return false;
   const ir::Node& node = old.nodes[static_cast<size_t>(producer)];
   if (!is_pointwise(node.op)) return false;
   const UseDef& uses = rw.old_uses();
-  if (uses.is_result[static_cast<size_t>(value)] || uses.users[static_cast<size_t>(value)].size() != 1) return false;
-  const ir::Shape& shape = old.type(value).shape;
-  for (ValueId operand : node.operands)
-    if (old.type(operand).shape != shape && !old.type(operand).shape.empty()) return false;
-  return true;
+  if (uses.is_result[static_cast<size_t>(value)]) return false;
+  const auto& readers = uses.users[static_cast<size_t>(value)];
+  bool one_reader = true;
+  for (int reader : readers) one_reader &= reader == readers.front();
+  const ir::Shape& own = old.type(value).shape;
+  int tensors = 0;
+  for (ValueId operand : node.operands) {
+    const ir::Shape& s = old.type(operand).shape;
+    if (s.empty()) continue;
+    ++tensors;
+    if (s != own && !broadcast_on(s, own, shape)) return false;
+  }
+  return one_reader || tensors == 1;
 }
 
 // The value under reshapes that only this chain reads (a row-major reshape of a reshape is the last one's).
@@ -57,11 +118,16 @@ ValueId through_reshapes(const Rewriter& rw, ValueId value) {
 ValueId rebuild(Rewriter& rw, ValueId value, const ir::Shape& shape) {
   const ir::Function& old = rw.old();
   const ValueId under = through_reshapes(rw, value);
-  if (!passes_through(rw, under)) return rw.reshape(rw.map(under), shape);
+  if (!passes_through(rw, under, shape)) return rw.reshape(rw.map(under), shape);
   const ir::Node& node = old.nodes[static_cast<size_t>(old.value(under).producer)];
+  const ir::Shape& own = old.type(under).shape;
   std::vector<ValueId> operands;
-  for (ValueId operand : node.operands)
-    operands.push_back(old.type(operand).shape.empty() ? rw.map(operand) : rebuild(rw, operand, shape));
+  for (ValueId operand : node.operands) {
+    const ir::Shape& s = old.type(operand).shape;
+    if (s.empty()) operands.push_back(rw.map(operand));
+    else if (s == own) operands.push_back(rebuild(rw, operand, shape));
+    else operands.push_back(rw.reshape(rw.map(operand), *broadcast_on(s, own, shape)));
+  }
   return rw.emit(node.op, std::move(operands), node.attrs);
 }
 
@@ -88,11 +154,10 @@ ValueId rewrite(Rewriter& rw, int index) {
   const ir::Function& old = rw.old();
   const ir::Node& reshape = old.nodes[static_cast<size_t>(index)];
   if (reshape.op != OpKind::kReshape || !feeds_reductions(rw, reshape.result)) return ir::kNoValue;
-  const ValueId input = through_reshapes(rw, reshape.operands[0]);
-  if (!passes_through(rw, input)) return ir::kNoValue;
   const ir::Shape& shape = old.type(reshape.result).shape;
-  for (const ir::Dim& d : shape)
-    if (!d.is_static()) return ir::kNoValue;  // a dynamic reshape's target is not every leaf's
+  if (!all_static(shape)) return ir::kNoValue;  // a dynamic reshape's target is not every leaf's
+  const ValueId input = through_reshapes(rw, reshape.operands[0]);
+  if (!passes_through(rw, input, shape)) return ir::kNoValue;
   return rebuild(rw, input, shape);
 }
 
