@@ -8,7 +8,7 @@ Causal LMs (prefill + decode):
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
   relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
-  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16 -- KernelBench-style problems at
+  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16, batch_norm -- KernelBench-style problems at
   small sizes; each directory
   keeps its problem file (<name>.py).
 Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
@@ -205,6 +205,21 @@ class Model(nn.Module):
 
 def get_inputs(): return [torch.randn(2, 4, 16, 16)]
 def get_init_inputs(): return [4]
+""",
+    # KernelBench level 1, 33 at a small size: BatchNorm2d in training mode reduces every axis but the
+    # channels, captured through a transpose that moves them to the front; recognition reduces the
+    # trailing axes, then the batch, moving no data.
+    "batch_norm": """
+class Model(nn.Module):
+    def __init__(self, num_features):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(num_features=num_features)
+
+    def forward(self, x):
+        return self.bn(x)
+
+def get_inputs(): return [torch.rand(4, 8, 16, 16)]
+def get_init_inputs(): return [8]
 """,
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).

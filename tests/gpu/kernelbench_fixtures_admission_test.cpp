@@ -59,7 +59,7 @@ void admit_fixture(const gpu::DeviceInfo& gpu, const std::string& name) {
 
 TEST(KernelBenchFixturesAdmission, EveryRegionValidatesOnTheGpu) {
   AC_REQUIRE_GPU();
-  for (const char* name : {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16"}) {
+  for (const char* name : {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16", "batch_norm"}) {
     SCOPED_TRACE(name);
     admit_fixture(*gpu, name);
   }

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16"};
+const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16", "batch_norm"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
@@ -66,10 +66,14 @@ TEST(KernelBenchFixtures, AMatmulRegionKeepsEveryOutput) {
 // onto the inputs (reshape_pointwise_inputs): MSELoss is one reduction region reading p and t (the squares
 // never reach memory), and InstanceNorm's mean and variance are each one reduction region that reads the
 // f16 input (no f32 copy of x, no (x - mean)^2 tensor), the variance's mean a per-row broadcast operand.
+// BatchNorm's statistics read x in place instead of a transposed copy (its x - mean is still written once
+// for the normalization: the schedule keeps the shared subtraction before the statistics).
 TEST(KernelBenchFixtures, ReductionsOverReshapedChainsAreOneRegion) {
   const std::map<std::string, std::vector<std::string>> expected = {
       {"mse_loss", {"sub pow reduce_mean"}},
       {"instance_norm_f16", {"cast reduce_mean", "sub mul reduce_sum", "div cast cast add rsqrt sub mul"}},
+      // BatchNorm2d: each statistic reduces the trailing axes, then the batch (reduce_without_transposes)
+      {"batch_norm", {"reduce_mean", "reduce_mean", "sub", "sub mul reduce_sum", "reduce_sum", "div add rsqrt mul mul add"}},
   };
   for (const auto& [name, regions] : expected) {
     const fs::path work = testing::scratch_dir("kernelbench-fixtures", name + "-regions");

@@ -78,6 +78,7 @@ TEST(RecognizeRules, KvAppend) { expect_rule_golden("kv_append", {rc::raise_kv_a
 TEST(RecognizeRules, CacheAttention) { expect_rule_golden("attention", {rc::raise_cache_attention}); }
 TEST(RecognizeRules, LowerSdpa) { expect_rule_golden("lower_sdpa", {rc::lower_sdpa}); }
 TEST(RecognizeRules, SplitLongReductions) { expect_rule_golden("split_reductions", {rc::split_long_reductions}); }
+TEST(RecognizeRules, ReduceWithoutTransposes) { expect_rule_golden("transposed_reductions", {rc::reduce_without_transposes}); }
 TEST(RecognizeRules, ReshapePointwiseInputs) { expect_rule_golden("reshaped_reductions", {rc::reshape_pointwise_inputs}); }
 TEST(RecognizeRules, WidenDividedSums) { expect_rule_golden("divided_sums", {rc::widen_divided_sums}); }
 TEST(RecognizeRules, HoistWeights) { expect_rule_golden("hoist_weights", {rc::hoist_weight_expressions}); }

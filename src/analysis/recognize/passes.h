@@ -34,6 +34,9 @@ Expected<int> lower_sdpa(ir::Module& module);
 // A lowering after it: a reduction over a last axis of more than 2^24 elements -> two reductions
 // over a view of the axis as [a, b] (split_reductions.cpp).
 Expected<int> split_long_reductions(ir::Module& module);
+// Then a reduction of every axis but one, read through a transpose that moves that axis to the front,
+// reduces the axes after it and then those before it, moving no data (transposed_reductions.cpp).
+Expected<int> reduce_without_transposes(ir::Module& module);
 // Then a reshape read only by reductions moves onto the inputs of the pointwise chain before it, so the
 // chain and the reduction form one region (reshaped_reductions.cpp).
 Expected<int> reshape_pointwise_inputs(ir::Module& module);

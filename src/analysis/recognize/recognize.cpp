@@ -127,6 +127,7 @@ Expected<ir::Module> recognize_module(ir::Module module, RecognizeReport* report
   AC_TRY(driver.run({"hoist_weights", recognize::hoist_weight_expressions}, module));
   AC_TRY(driver.run({"lower_sdpa", recognize::lower_sdpa}, module));
   AC_TRY(driver.run({"split_long_reductions", recognize::split_long_reductions}, module));
+  AC_TRY(driver.run({"reduce_without_transposes", recognize::reduce_without_transposes}, module));
   AC_TRY(driver.run({"reshape_pointwise_inputs", recognize::reshape_pointwise_inputs}, module));
   AC_TRY(driver.run({"widen_divided_sums", recognize::widen_divided_sums}, module));
   AC_TRY(driver.to_fixed_point(module));

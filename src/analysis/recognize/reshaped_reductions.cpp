@@ -10,9 +10,9 @@
 //   reduce(reshape(f(x, y, m)), ...)  ->  reduce(f(reshape(x), reshape(y), reshape(m)), ...)
 // and the chain and the reduction share one iteration space, one region. The chain is followed up from
 // the reshape through pointwise ops (and through reshapes only it reads) whose result is not returned,
-// read only by the chain, or, for a unary op (a cast to f32 of a 16-bit input, read by the mean and the
-// variance of a norm alike), by others too: the op is then computed again inside the reduction, which
-// reads its input instead of its result. Operands of the op's shape are followed; a scalar stays as it is;
+// read only by the chain, or, for an op with one operand of its shape (a cast to f32 of a 16-bit input, or
+// x - mean, read by the variance and the normalization alike), by others too: the op is then computed
+// again inside the reduction, which reads its input instead of its result. Operands of the op's shape are followed; a scalar stays as it is;
 // a broadcast operand (a norm's per-row mean, [1, C, 1, 1]) is reshaped too where the reshape merges
 // adjacent axes and each merged run is whole or broadcast in it. Anything else is a leaf, reshaped
 // itself. Applies to a reshape whose result reaches reductions only (directly or through pointwise ops of
@@ -92,14 +92,14 @@ bool passes_through(const Rewriter& rw, ValueId value, const ir::Shape& shape) {
   bool one_reader = true;
   for (int reader : readers) one_reader &= reader == readers.front();
   const ir::Shape& own = old.type(value).shape;
-  int tensors = 0;
+  int whole = 0;  // operands of the op's own shape: what recomputing it reads again
   for (ValueId operand : node.operands) {
     const ir::Shape& s = old.type(operand).shape;
     if (s.empty()) continue;
-    ++tensors;
-    if (s != own && !broadcast_on(s, own, shape)) return false;
+    if (s == own) ++whole;
+    else if (!broadcast_on(s, own, shape)) return false;
   }
-  return one_reader || tensors == 1;
+  return one_reader || whole == 1;
 }
 
 // The value under reshapes that only this chain reads (a row-major reshape of a reshape is the last one's).
