@@ -9,6 +9,7 @@
 // when the sum's only reader is the division's numerator. The division's result is rounded once to its
 // own dtype. A sum that something else reads too, an f32 or integer sum, and a reduce_mean (which
 // divides before it rounds already) keep their form.
+#include "analysis/recognize/match.h"
 #include "analysis/recognize/passes.h"
 #include "analysis/recognize/rewriter.h"
 
@@ -26,19 +27,15 @@ ValueId rewrite(Rewriter& rw, int index) {
   const ir::Node& div = old.nodes[static_cast<size_t>(index)];
   if (div.op != OpKind::kDiv) return ir::kNoValue;
   const ValueId sum_value = div.operands[0];
-  const int producer = old.value(sum_value).producer;
-  if (producer < 0) return ir::kNoValue;
-  const ir::Node& sum = old.nodes[static_cast<size_t>(producer)];
-  if (sum.op != OpKind::kReduceSum || !is_narrow_float(old.type(sum_value).dtype)) return ir::kNoValue;
-  const UseDef& uses = rw.old_uses();
-  if (uses.is_result[static_cast<size_t>(sum_value)] || uses.users[static_cast<size_t>(sum_value)].size() != 1 || div.operands[1] == sum_value)
+  const ir::Node* sum = producer_of(old, sum_value, OpKind::kReduceSum);
+  if (!sum || !is_narrow_float(old.type(sum_value).dtype) || !single_use(rw.old_uses(), sum_value) || div.operands[1] == sum_value)
     return ir::kNoValue;
   const ValueId divisor = rw.map(div.operands[1]);
   if (!ir::is_float(rw.type(divisor).dtype)) return ir::kNoValue;
   // The divisor's cast first: placed after the sum, a cast of the same shape would join the sum's
   // region as an op that does not read it, a region no reduction family takes.
   const ValueId wide_divisor = rw.cast(divisor, ir::DType::kF32);
-  const ValueId wide = rw.emit(OpKind::kReduceSum, {rw.cast(rw.map(sum.operands[0]), ir::DType::kF32)}, sum.attrs);
+  const ValueId wide = rw.emit(OpKind::kReduceSum, {rw.cast(rw.map(sum->operands[0]), ir::DType::kF32)}, sum->attrs);
   const ValueId quotient = rw.emit(OpKind::kDiv, {wide, wide_divisor});
   return rw.cast(quotient, old.type(div.result).dtype);
 }

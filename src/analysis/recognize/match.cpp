@@ -55,6 +55,11 @@ int use_count(const UseDef& uses, ValueId value) {
 
 bool single_use(const UseDef& uses, ValueId value) { return use_count(uses, value) == 1; }
 
+bool regroups(OpKind op) {
+  return op == OpKind::kReduceSum || op == OpKind::kReduceMean || op == OpKind::kReduceMax || op == OpKind::kReduceMin ||
+         op == OpKind::kReduceProd;
+}
+
 std::vector<bool> weight_only_values(const ir::Function& f) {
   std::vector<bool> weight_only(f.values.size(), false);
   for (const ir::Node& node : f.nodes) {

@@ -50,6 +50,10 @@ ir::ValueId strip_float_casts(const ir::Function& f, ir::ValueId value);
 // Sees through reshape, view and casts of integer values; for index arithmetic (positions).
 ir::ValueId strip_index_layout(const ir::Function& f, ir::ValueId value);
 
+// The reductions that a reduction of parts' reductions computes again (up to float rounding): sums,
+// maxima, minima and products regroup; a mean is the mean of equal-sized parts' means. Not argmax/argmin.
+bool regroups(ir::OpKind op);
+
 // Normalized axis (negative counts from the end) or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
 // The dims of a shape that are not a static 1, in order.

@@ -19,6 +19,7 @@
 // its shape) and whose operand a pointwise op produces.
 #include <optional>
 
+#include "analysis/recognize/match.h"
 #include "analysis/recognize/passes.h"
 #include "analysis/recognize/rewriter.h"
 
@@ -105,12 +106,8 @@ bool passes_through(const Rewriter& rw, ValueId value, const ir::Shape& shape) {
 // The value under reshapes that only this chain reads (a row-major reshape of a reshape is the last one's).
 ValueId through_reshapes(const Rewriter& rw, ValueId value) {
   const ir::Function& old = rw.old();
-  const UseDef& uses = rw.old_uses();
-  for (int producer = old.value(value).producer;
-       producer >= 0 && old.nodes[static_cast<size_t>(producer)].op == OpKind::kReshape && uses.users[static_cast<size_t>(value)].size() == 1 &&
-       !uses.is_result[static_cast<size_t>(value)];
-       producer = old.value(value).producer)
-    value = old.nodes[static_cast<size_t>(producer)].operands[0];
+  while (const ir::Node* reshape = single_use(rw.old_uses(), value) ? producer_of(old, value, OpKind::kReshape) : nullptr)
+    value = reshape->operands[0];
   return value;
 }
 

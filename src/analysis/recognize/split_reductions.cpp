@@ -15,6 +15,7 @@
 // are left alone (an index into the flattened axis). Refuses an axis of at most kLongAxis elements,
 // a dynamic one, and one whose largest divisor in range is below kMinSplitColumns (a prime length):
 // such a reduction keeps its form.
+#include "analysis/recognize/match.h"
 #include "analysis/recognize/passes.h"
 #include "analysis/recognize/rewriter.h"
 
@@ -30,14 +31,9 @@ constexpr int64_t kLongAxis = int64_t{1} << 24;
 constexpr int64_t kSplitColumns = int64_t{1} << 14;
 constexpr int64_t kMinSplitColumns = int64_t{1} << 10;
 
-bool splittable(OpKind op) {
-  return op == OpKind::kReduceSum || op == OpKind::kReduceMean || op == OpKind::kReduceMax || op == OpKind::kReduceMin ||
-         op == OpKind::kReduceProd;
-}
-
 ValueId rewrite(Rewriter& rw, int index) {
   const ir::Node& node = rw.old().nodes[static_cast<size_t>(index)];
-  if (!splittable(node.op)) return ir::kNoValue;
+  if (!regroups(node.op)) return ir::kNoValue;
   const ValueId x = rw.map(node.operands[0]);
   const ir::Shape& shape = rw.type(x).shape;
   const int64_t rank = static_cast<int64_t>(shape.size());

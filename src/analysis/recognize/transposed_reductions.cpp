@@ -12,6 +12,7 @@
 // the equal-sized parts' means. A leading reduction is dropped when its axes are empty (Q = 1); keepdim
 // gives the result its [S, 1]. The transpose and the reshape must be read only by this chain, and every
 // shape static. argmax/argmin are left alone (their index is into the transposed row).
+#include "analysis/recognize/match.h"
 #include "analysis/recognize/passes.h"
 #include "analysis/recognize/rewriter.h"
 
@@ -23,19 +24,9 @@ using ir::ValueId;
 
 namespace {
 
-bool regroups(OpKind op) {
-  return op == OpKind::kReduceSum || op == OpKind::kReduceMean || op == OpKind::kReduceMax || op == OpKind::kReduceMin ||
-         op == OpKind::kReduceProd;
-}
-
-// The producer node of the old value when only one node reads the value and it is not returned.
+// The old value's producer when it has op `op` and the value is read once (not returned).
 const ir::Node* only_producer(const Rewriter& rw, ValueId value, OpKind op) {
-  const ir::Function& old = rw.old();
-  const int producer = old.value(value).producer;
-  if (producer < 0 || old.nodes[static_cast<size_t>(producer)].op != op) return nullptr;
-  const UseDef& uses = rw.old_uses();
-  if (uses.is_result[static_cast<size_t>(value)] || uses.users[static_cast<size_t>(value)].size() != 1) return nullptr;
-  return &old.nodes[static_cast<size_t>(producer)];
+  return single_use(rw.old_uses(), value) ? producer_of(rw.old(), value, op) : nullptr;
 }
 
 ValueId rewrite(Rewriter& rw, int index) {
@@ -44,9 +35,7 @@ ValueId rewrite(Rewriter& rw, int index) {
   if (!regroups(reduce.op)) return ir::kNoValue;
   const ValueId rows = reduce.operands[0];
   const ir::Shape& row_shape = old.type(rows).shape;
-  int64_t axis = reduce.int_attr("axis", -1);
-  if (axis < 0) axis += static_cast<int64_t>(row_shape.size());
-  if (row_shape.size() != 2 || axis != 1) return ir::kNoValue;
+  if (row_shape.size() != 2 || normalize_axis(reduce.int_attr("axis", -1), 2) != 1) return ir::kNoValue;
   const ir::Node* reshape = only_producer(rw, rows, OpKind::kReshape);
   if (!reshape) return ir::kNoValue;
   const ir::Node* transpose = only_producer(rw, reshape->operands[0], OpKind::kTranspose);
