@@ -26,7 +26,10 @@ OUT = pathlib.Path("tests/fixtures/captured")
 CHECKPOINTS = ("tiny-qwen3", "tiny-llama")
 RANDOM_CONFIGS = ("tiny-gemma3", "tiny-phi3", "tiny-olmo2")
 
-PROBLEM_HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+sys.path.insert(0, str(ROOT / "python" / "tests"))
+import kernelbench_small  # noqa: E402  (the Python tests' small KernelBench problems, a data module)
+
+PROBLEM_HEADER = kernelbench_small.HEADER
 PROBLEMS = {
     "relu": """
 class Model(nn.Module):
@@ -191,36 +194,14 @@ class Model(nn.Module):
 def get_inputs(): return [torch.rand(64, 256) * 0.5, torch.rand(64, 256)]
 def get_init_inputs(): return []
 """,
-    # KernelBench level 1, 34 in f16 at a small size: the statistics over each (n, c) row read an f32 copy
-    # of x through a reshape, which recognition moves onto x (mean and variance each one reduction region
-    # reading the f16 input, the variance's per-row mean a broadcast operand).
-    "instance_norm_f16": """
-class Model(nn.Module):
-    def __init__(self, num_features):
-        super().__init__()
-        self.inorm = nn.InstanceNorm2d(num_features=num_features)
-
-    def forward(self, x):
-        return self.inorm(x)
-
-def get_inputs(): return [torch.randn(2, 4, 16, 16)]
-def get_init_inputs(): return [4]
-""",
-    # KernelBench level 1, 33 at a small size: BatchNorm2d in training mode reduces every axis but the
-    # channels, captured through a transpose that moves them to the front; recognition reduces the
-    # trailing axes, then the batch, moving no data.
-    "batch_norm": """
-class Model(nn.Module):
-    def __init__(self, num_features):
-        super().__init__()
-        self.bn = nn.BatchNorm2d(num_features=num_features)
-
-    def forward(self, x):
-        return self.bn(x)
-
-def get_inputs(): return [torch.rand(4, 8, 16, 16)]
-def get_init_inputs(): return [8]
-""",
+    # KernelBench level 1, 34 in f16 (the Python tests' small copy): the statistics over each (n, c) row
+    # read an f32 copy of x through a reshape, which recognition moves onto x (mean and variance each one
+    # reduction region reading the f16 input, the variance's per-row mean a broadcast operand).
+    "instance_norm_f16": kernelbench_small.PROBLEMS["instancenorm"],
+    # KernelBench level 1, 33 (the Python tests' small copy): BatchNorm2d in training mode reduces every
+    # axis but the channels, captured through a transpose that moves them to the front; recognition
+    # reduces the trailing axes, then the batch, moving no data.
+    "batch_norm": kernelbench_small.PROBLEMS["batchnorm_train"],
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).
 PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"], "instance_norm_f16": ["--dtype", "f16"]}
