@@ -17,28 +17,29 @@ const DriverApi& api() { return *driver_api(); }
 
 constexpr int kMaxRanks = 8;        // ac::kPeerAllReduceMaxRanks
 constexpr unsigned kThreads = 512;  // ac::kPeerAllReduceThreads
-constexpr size_t kFlagsBytes = 256;  // kMaxRanks flag words, then the call counter, padded
+constexpr size_t kSlots = 3;        // ac::kPeerAllReduceSlots
+constexpr size_t kHeaderBytes = 256;  // the call counter, then the bytes the last call received, padded
+constexpr uint16_t kEmptyHalf = 0x8000;  // ac::kPeerEmptyWord's halves: an empty element
 
 // The host mirror of ac::PeerAllReduceArgs (kernels/peer_all_reduce.cuh): the same members in the same order.
 struct KernelArgs {
   const void* in;
   void* out;
   unsigned char* slots[kMaxRanks];
-  unsigned int* flags[kMaxRanks];
-  unsigned int* calls;
+  unsigned long long* calls;
+  unsigned long long* filled;
   unsigned long long slot_bytes;
   unsigned long long count;
   int ranks;
   int rank;
   int dtype;
 };
-static_assert(sizeof(KernelArgs) == 184, "KernelArgs must match ac::PeerAllReduceArgs");
+static_assert(sizeof(KernelArgs) == 128, "KernelArgs must match ac::PeerAllReduceArgs");
 
 // What each rank tells the others, gathered through NCCL (a multiple of 4 bytes: sent as f32 elements).
 struct Announcement {
   uint64_t pid;
   uint64_t slots;
-  uint64_t flags;
   int32_t device;
   int32_t ok;  // this rank could reach every peer
 };
@@ -70,7 +71,7 @@ Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator&
   p->ranks_ = communicator.ranks();
   p->rank_ = communicator.rank();
   // Every rank reaches both exchanges below, whatever fails locally, so no rank waits alone.
-  Announcement mine{static_cast<uint64_t>(getpid()), 0, 0, -1, 0};
+  Announcement mine{static_cast<uint64_t>(getpid()), 0, -1, 0};
   CUdevice device = 0;
   auto set_up_locally = [&]() -> Status {
     if (p->ranks_ < 2 || p->ranks_ > kMaxRanks)
@@ -80,11 +81,15 @@ Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator&
     mine.device = static_cast<int32_t>(device);
     AC_ASSIGN_OR_RETURN(p->module_, CudaModule::load(cubin, "the peer all-reduce kernel"));
     AC_ASSIGN_OR_RETURN(p->kernel_, p->module_->function("ac_peer_all_reduce"));
-    AC_ASSIGN_OR_RETURN(p->buffer_, DeviceBuffer::allocate(kFlagsBytes + 2 * kMaxBytes));
+    // Every slot starts empty (the kernel's protocol), the counter and the bytes received at zero.
+    const size_t slot_bytes = kSlots * static_cast<size_t>(p->ranks_) * kMaxBytes;
+    AC_ASSIGN_OR_RETURN(p->buffer_, DeviceBuffer::allocate(kHeaderBytes + slot_bytes));
     AC_TRY(p->buffer_.fill_bytes(0));
-    mine.flags = p->buffer_.ptr();
-    mine.slots = p->buffer_.ptr() + kFlagsBytes;
-    p->calls_ = p->buffer_.ptr() + kMaxRanks * sizeof(unsigned int);
+    const std::vector<uint16_t> empty(slot_bytes / sizeof(uint16_t), kEmptyHalf);
+    AC_TRY(p->buffer_.upload(empty.data(), slot_bytes, kHeaderBytes));
+    mine.slots = p->buffer_.ptr() + kHeaderBytes;
+    p->calls_ = p->buffer_.ptr();
+    p->filled_ = p->buffer_.ptr() + 8;
     return Status::ok();
   };
   const Status local = set_up_locally();
@@ -94,7 +99,7 @@ Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator&
   for (int r = 0; r < p->ranks_ && local_failure.empty(); ++r) {
     const Announcement& peer = first[static_cast<size_t>(r)];
     if (peer.pid != mine.pid) local_failure = "rank " + std::to_string(r) + " runs in another process";
-    else if (peer.device < 0 || peer.flags == 0) local_failure = "rank " + std::to_string(r) + " could not set up its buffers";
+    else if (peer.device < 0 || peer.slots == 0) local_failure = "rank " + std::to_string(r) + " could not set up its buffers";
     if (!local_failure.empty() || r == p->rank_ || peer.device == mine.device) continue;
     int can = 0;
     if (api().DeviceCanAccessPeer(&can, device, peer.device) != CUDA_SUCCESS || !can) {
@@ -118,10 +123,7 @@ Expected<std::unique_ptr<PeerAllReduce>> PeerAllReduce::create(NcclCommunicator&
     if (!second[static_cast<size_t>(r)].ok)
       return error(ErrorCode::kUnsupported, "peer all-reduce: rank " + std::to_string(r) + " cannot take part" +
                                                 (r == p->rank_ ? ": " + local_failure : ""));
-  for (const Announcement& a : first) {
-    p->slots_.push_back(a.slots);
-    p->flags_.push_back(a.flags);
-  }
+  for (const Announcement& a : first) p->slots_.push_back(a.slots);
   return p;
 }
 
@@ -136,11 +138,9 @@ Status PeerAllReduce::all_reduce_sum(CUdeviceptr in, CUdeviceptr out, size_t cou
   KernelArgs args{};
   args.in = reinterpret_cast<const void*>(in);
   args.out = reinterpret_cast<void*>(out);
-  for (int r = 0; r < ranks_; ++r) {
-    args.slots[r] = reinterpret_cast<unsigned char*>(slots_[static_cast<size_t>(r)]);
-    args.flags[r] = reinterpret_cast<unsigned int*>(flags_[static_cast<size_t>(r)]);
-  }
-  args.calls = reinterpret_cast<unsigned int*>(calls_);
+  for (int r = 0; r < ranks_; ++r) args.slots[r] = reinterpret_cast<unsigned char*>(slots_[static_cast<size_t>(r)]);
+  args.calls = reinterpret_cast<unsigned long long*>(calls_);
+  args.filled = reinterpret_cast<unsigned long long*>(filled_);
   args.slot_bytes = kMaxBytes;
   args.count = count;
   args.ranks = ranks_;

@@ -1,7 +1,7 @@
 // Tensor parallelism's small all-reduces without NCCL: when every rank's GPU is in this process and
 // can reach the others' memory (peer access over NVLink), a one-block kernel (kernels/peer_all_reduce.cuh,
-// shipped in the artifact as a runtime kernel) sums the ranks' rows by reading the peers' buffers
-// directly. A decode step's all-reduce is one hidden row (8-16 KB), where NCCL's latency in a CUDA
+// shipped in the artifact as a runtime kernel) writes its row into every peer's buffer and sums the
+// rows that arrive in its own. A decode step's all-reduce is one hidden row (8-16 KB), where NCCL's latency in a CUDA
 // graph (~11-15 us on H200s) is several times the transfer. The engine times both on its decode row
 // and takes the faster (gpu/all_reduce_choice.h).
 //
@@ -50,11 +50,11 @@ class PeerAllReduce {
   PeerAllReduce() = default;
   std::unique_ptr<CudaModule> module_;
   CUfunction kernel_ = nullptr;
-  DeviceBuffer buffer_;                  // [flags][call counter][two slots]
-  std::vector<CUdeviceptr> slots_, flags_;  // every rank's
+  DeviceBuffer buffer_;                  // [call counter, bytes received][three slots of a part per rank]
+  std::vector<CUdeviceptr> slots_;       // every rank's
   std::vector<CUcontext> retained_;      // peers' primary contexts, retained for peer access
   std::vector<CUdevice> retained_devices_;
-  CUdeviceptr calls_ = 0;
+  CUdeviceptr calls_ = 0, filled_ = 0;
   int ranks_ = 0, rank_ = 0;
   bool programmatic_ = false;
 };

@@ -1,15 +1,22 @@
-// One-shot all-reduce (sum) over the ranks' GPUs of one process, reading peers' memory directly over
+// One-shot all-reduce (sum) over the ranks' GPUs of one process, writing into peers' memory directly over
 // NVLink: tensor parallelism's decode all-reduces are a few kilobytes each (one token's hidden row,
-// two per layer), where NCCL's latency (~12-15 us in a CUDA graph on H200s) costs more than the
+// two per layer), where NCCL's latency (~11-15 us in a CUDA graph on H200s) costs more than the
 // bytes. A runtime kernel (gpu/peer_all_reduce.h sets it up), one block per call.
 //
-// Each rank owns a buffer of two slots (of `slot_bytes`) and a flag word per peer, all reachable by
-// every rank (peer access). Call number e (a counter in the rank's memory, so a captured graph replays
-// correctly) copies the rank's input into its slot e % 2, then posts e into its flag word on every
-// rank (release, system scope) and waits until every rank has posted e into its own flags (acquire);
-// then every rank sums the slots of ranks 0..n-1 in that order, in f32, and rounds once: every rank
-// gets the same bits. Two slots suffice: a rank writes slot e % 2 again only in call e + 2, after it
-// saw every peer post e + 1, which each did after finishing call e, its last read of that slot.
+// Push, with the data as its own flag. Each rank owns three slots, each with one part per rank
+// (`slot_bytes` each), reachable by every rank (peer access). An empty element holds the bits 0x8000
+// in every 16-bit half (-0 in f16 and bf16; a negative subnormal in f32), and every slot starts empty.
+// Call number e (a counter in the rank's memory, so a captured graph replays correctly):
+//   1. stores the rank's row into its part of slot e % 3 on every peer (posted writes, no fence:
+//      a row's element that holds the empty bits is stored as the zero of the same sign bit's
+//      neighbour, see peer_fill_value);
+//   2. reads each peer's part of its own slot e % 3, local memory, until no element is empty, and sums
+//      the ranks in rank order in f32, rounding once: every rank gets the same bits;
+//   3. empties the parts of slot (e - 1) % 3 that call e - 1 filled.
+// No flag, no fence, no remote read: the wait is one NVLink write's latency. Three slots suffice: a
+// peer fills slot e % 3 again in call e + 3, which it reaches only after this rank's row of call e + 2
+// arrived, written after this rank's call e + 1 had emptied slot e % 3 (kernels of a stream finish in
+// order) and after its call e had read it.
 #pragma once
 
 #include "common.cuh"
@@ -18,13 +25,15 @@ namespace ac {
 
 constexpr int kPeerAllReduceMaxRanks = 8;
 constexpr int kPeerAllReduceThreads = 512;
+constexpr int kPeerAllReduceSlots = 3;
+constexpr unsigned int kPeerEmptyWord = 0x80008000u;  // two empty 16-bit halves
 
 struct PeerAllReduceArgs {
   const void* in;                                    // this rank's count elements
   void* out;                                         // the sum (may be in)
-  unsigned char* slots[kPeerAllReduceMaxRanks];      // every rank's two slots, [2][slot_bytes]
-  unsigned int* flags[kPeerAllReduceMaxRanks];       // every rank's flag words, [kPeerAllReduceMaxRanks]
-  unsigned int* calls;                               // this rank's call counter
+  unsigned char* slots[kPeerAllReduceMaxRanks];      // every rank's three slots, [3][ranks][slot_bytes]
+  unsigned long long* calls;                         // this rank's call counter (64 bits: never wraps)
+  unsigned long long* filled;                        // bytes per part that this rank's last call received
   unsigned long long slot_bytes;
   unsigned long long count;
   int ranks;
@@ -32,69 +41,130 @@ struct PeerAllReduceArgs {
   int dtype;                                         // 0 f32, 1 f16, 2 bf16
 };
 
-__device__ __forceinline__ void peer_flag_release(unsigned int* flag, unsigned int value) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+// An element's bits as the row holds them, made different from the empty bits: in f16 and bf16 the
+// empty bits are -0, stored as +0; in f32 they are a negative subnormal (-4.6e-41), stored as -0. The
+// sum changes by at most that subnormal, and only the sign of a zero can differ from NCCL's.
+__device__ __forceinline__ unsigned int peer_fill_value(unsigned int word, int element_bytes) {
+  if (element_bytes == 4) return word == kPeerEmptyWord ? 0x80000000u : word;
+  if ((word & 0xffffu) == 0x8000u) word &= 0xffff0000u;
+  if ((word >> 16) == 0x8000u) word &= 0x0000ffffu;
+  return word;
 }
 
-__device__ __forceinline__ unsigned int peer_flag_acquire(const unsigned int* flag) {
-  unsigned int value;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
-  return value;
+__device__ __forceinline__ bool peer_word_empty(unsigned int word, int element_bytes) {
+  if (element_bytes == 4) return word == kPeerEmptyWord;
+  return (word & 0xffffu) == 0x8000u || (word >> 16) == 0x8000u;
 }
 
-// The elements of one 16-byte vector, summed over the ranks in rank order in f32 and rounded once.
+__device__ __forceinline__ void peer_store(void* address, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(address), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+__device__ __forceinline__ uint4 peer_load(const void* address) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(address) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint4 peer_fill_vector(uint4 v, int element_bytes) {
+  return make_uint4(peer_fill_value(v.x, element_bytes), peer_fill_value(v.y, element_bytes), peer_fill_value(v.z, element_bytes),
+                    peer_fill_value(v.w, element_bytes));
+}
+
+__device__ __forceinline__ bool peer_vector_empty(uint4 v, int element_bytes) {
+  return peer_word_empty(v.x, element_bytes) || peer_word_empty(v.y, element_bytes) || peer_word_empty(v.z, element_bytes) ||
+         peer_word_empty(v.w, element_bytes);
+}
+
+// a.slots[rank], picked without indexing the kernel's parameters at run time (which copies them to the stack).
+__device__ __forceinline__ unsigned char* peer_slots_of(const PeerAllReduceArgs& a, int rank) {
+  unsigned char* slots = a.slots[0];
+#pragma unroll
+  for (int r = 1; r < kPeerAllReduceMaxRanks; ++r)
+    if (r == rank) slots = a.slots[r];
+  return slots;
+}
+
+// Adds the elements of one 16-byte vector of T to sum.
 template <typename T>
-__device__ __forceinline__ uint4 peer_sum_vector(const PeerAllReduceArgs& a, unsigned int slot, unsigned long long v) {
+__device__ __forceinline__ void peer_add(float* sum, uint4 v) {
   constexpr int kPer = 16 / sizeof(T);
-  uint4 parts[kPeerAllReduceMaxRanks];
+  const T* values = reinterpret_cast<const T*>(&v);
 #pragma unroll
-  for (int r = 0; r < kPeerAllReduceMaxRanks; ++r)  // every rank's load in flight before any sum
-    if (r < a.ranks) parts[r] = __ldcv(reinterpret_cast<const uint4*>(a.slots[r] + slot * a.slot_bytes) + v);
-  float sum[kPer];
-#pragma unroll
-  for (int e = 0; e < kPer; ++e) sum[e] = 0.f;
-#pragma unroll
-  for (int r = 0; r < kPeerAllReduceMaxRanks; ++r) {
-    if (r >= a.ranks) break;
-    const T* values = reinterpret_cast<const T*>(&parts[r]);
-#pragma unroll
-    for (int e = 0; e < kPer; ++e) sum[e] += to_float(values[e]);
-  }
-  uint4 packed;
-  T* out = reinterpret_cast<T*>(&packed);
-#pragma unroll
-  for (int e = 0; e < kPer; ++e) out[e] = from_float<T>(sum[e]);
-  return packed;
+  for (int e = 0; e < kPer; ++e) sum[e] += to_float(values[e]);
 }
 
-// Call number `call` of this rank (its counter plus one): slot call % 2, flag value call. Copies and
-// peer reads go 16 bytes at a time where the rows allow (a remote load is a round trip over NVLink:
-// one per element, issued one after another, made a 4096-element row take 17 us); a tail or
-// misaligned rows go element by element.
+// Call number `call` of this rank (its counter plus one). The row moves in 16-byte vectors: in the
+// slots a last partial vector is padded with zeros (summed, never written to `out`); `in` and `out` are
+// read and written element by element where a vector would pass count or they are not 16-byte aligned.
 template <typename T>
-__device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, unsigned int call) {
+__device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, unsigned long long call) {
   constexpr int kPer = 16 / sizeof(T);
-  const unsigned int slot = call & 1u;
+  constexpr int kBytes = sizeof(T);
+  const unsigned long long slot_stride = a.slot_bytes * static_cast<unsigned long long>(a.ranks);
+  const unsigned long long slot = (call % kPeerAllReduceSlots) * slot_stride;
+  const unsigned long long vectors = (a.count + kPer - 1) / kPer;
+  const bool aligned = ((reinterpret_cast<unsigned long long>(a.in) | reinterpret_cast<unsigned long long>(a.out)) & 15) == 0;
   const T* in = static_cast<const T*>(a.in);
   T* out = static_cast<T*>(a.out);
-  T* mine = reinterpret_cast<T*>(a.slots[a.rank] + slot * a.slot_bytes);
-  const bool aligned = ((reinterpret_cast<unsigned long long>(in) | reinterpret_cast<unsigned long long>(out) | a.slot_bytes) & 15) == 0;
-  const unsigned long long vectors = aligned ? a.count / kPer : 0;
-  for (unsigned long long v = threadIdx.x; v < vectors; v += blockDim.x)
-    reinterpret_cast<uint4*>(mine)[v] = reinterpret_cast<const uint4*>(in)[v];
-  for (unsigned long long i = vectors * kPer + threadIdx.x; i < a.count; i += blockDim.x) mine[i] = in[i];
-  __syncthreads();
-  if (threadIdx.x < a.ranks) peer_flag_release(a.flags[threadIdx.x] + a.rank, call);
-  if (threadIdx.x < a.ranks)
-    while (peer_flag_acquire(a.flags[a.rank] + threadIdx.x) < call) {
+  // The row's vector v, its elements past count (and, unaligned, every element) read one by one.
+  auto row_vector = [&](unsigned long long v) {
+    const unsigned long long first = v * kPer;
+    if (aligned && first + kPer <= a.count) return peer_fill_vector(reinterpret_cast<const uint4*>(in)[v], kBytes);
+    uint4 packed = make_uint4(0, 0, 0, 0);
+    T* elements = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int e = 0; e < kPer; ++e)
+      if (first + e < a.count) elements[e] = in[first + e];
+    return peer_fill_vector(packed, kBytes);
+  };
+  // 1. The row into every peer's slot.
+  const unsigned long long my_part = slot + static_cast<unsigned long long>(a.rank) * a.slot_bytes;
+  for (unsigned long long v = threadIdx.x; v < vectors; v += blockDim.x) {
+    const uint4 mine = row_vector(v);
+#pragma unroll
+    for (int r = 0; r < kPeerAllReduceMaxRanks; ++r)  // (unrolled: a.slots stays in parameter space)
+      if (r < a.ranks && r != a.rank) peer_store(a.slots[r] + my_part + v * 16, mine);
+  }
+  // 2. Every peer's row from this rank's slot as it arrives, summed in rank order.
+  const unsigned char* local = peer_slots_of(a, a.rank) + slot;
+  for (unsigned long long v = threadIdx.x; v < vectors; v += blockDim.x) {
+    float sum[kPer];
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) sum[e] = 0.f;
+    for (int r = 0; r < a.ranks; ++r) {
+      uint4 part;
+      if (r == a.rank) {
+        part = row_vector(v);
+      } else {
+        const unsigned char* address = local + static_cast<unsigned long long>(r) * a.slot_bytes + v * 16;
+        do part = peer_load(address);
+        while (peer_vector_empty(part, kBytes));
+      }
+      peer_add<T>(sum, part);
     }
-  __syncthreads();
-  for (unsigned long long v = threadIdx.x; v < vectors; v += blockDim.x)
-    reinterpret_cast<uint4*>(out)[v] = peer_sum_vector<T>(a, slot, v);
-  for (unsigned long long i = vectors * kPer + threadIdx.x; i < a.count; i += blockDim.x) {
-    float sum = 0.f;
-    for (int r = 0; r < a.ranks; ++r) sum += to_float(__ldcv(reinterpret_cast<const T*>(a.slots[r] + slot * a.slot_bytes) + i));
-    out[i] = from_float<T>(sum);
+    const unsigned long long first = v * kPer;
+    if (aligned && first + kPer <= a.count) {
+      uint4 packed;
+      T* values = reinterpret_cast<T*>(&packed);
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) values[e] = from_float<T>(sum[e]);
+      reinterpret_cast<uint4*>(out)[v] = packed;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kPer; ++e)
+        if (first + e < a.count) out[first + e] = from_float<T>(sum[e]);
+    }
+  }
+  // 3. Empty what the previous call received: the peers' parts of slot (call - 1) % 3.
+  const unsigned long long previous = ((call + kPeerAllReduceSlots - 1) % kPeerAllReduceSlots) * slot_stride;
+  const unsigned long long filled_vectors = (*a.filled + 15) / 16;
+  const uint4 empty = make_uint4(kPeerEmptyWord, kPeerEmptyWord, kPeerEmptyWord, kPeerEmptyWord);
+  unsigned char* own = peer_slots_of(a, a.rank);
+  for (int r = 0; r < a.ranks; ++r) {
+    if (r == a.rank) continue;
+    uint4* part = reinterpret_cast<uint4*>(own + previous + static_cast<unsigned long long>(r) * a.slot_bytes);
+    for (unsigned long long v = threadIdx.x; v < filled_vectors; v += blockDim.x) part[v] = empty;
   }
 }
 
@@ -106,10 +176,13 @@ __device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, 
 extern "C" __global__ void __launch_bounds__(ac::kPeerAllReduceThreads) ac_peer_all_reduce(const ac::PeerAllReduceArgs a) {
   ac::launch_dependent_grids();
   ac::wait_for_producer_grid();
-  const unsigned int call = *a.calls + 1;  // read by every thread before thread 0 advances it below
+  const unsigned long long call = *a.calls + 1;  // read by every thread before thread 0 advances it below
   if (a.dtype == 0) ac::peer_all_reduce_sum<float>(a, call);
   else if (a.dtype == 1) ac::peer_all_reduce_sum<__half>(a, call);
   else ac::peer_all_reduce_sum<__nv_bfloat16>(a, call);
   __syncthreads();
-  if (threadIdx.x == 0) *a.calls = call;
+  if (threadIdx.x == 0) {
+    *a.calls = call;
+    *a.filled = (a.count * (a.dtype == 0 ? 4 : 2) + 15) / 16 * 16;
+  }
 }
