@@ -156,6 +156,16 @@ class Segmenter {
            std::all_of(users.begin(), users.end(), [&](int user) { return is_row_op(node(user).op); });
   }
 
+  // A float cast that reads nothing of the region and whose every reader reads a value downstream of the
+  // region's reductions, so that none of them can join it (the copy of a widened input that a variance
+  // reads after its mean, analysis/recognize/shared_casts.cpp): it goes with its readers, not here,
+  // where the region would write its result for them to read.
+  bool feeds_only_past_reductions(const ir::Node& n) const {
+    if (!is_float_cast(n) || uses_current(n) || facts_.is_result[static_cast<size_t>(n.result)]) return false;
+    const auto& users = facts_.users[static_cast<size_t>(n.result)];
+    return !users.empty() && std::all_of(users.begin(), users.end(), [&](int user) { return reads_after_row_op(node(user), true); });
+  }
+
   // The activation a matmul reads (its first operand, seen through views).
   ir::ValueId matmul_input(const ir::Node& n) const { return through_views(function_, n.operands[0], nullptr); }
 
@@ -178,6 +188,7 @@ class Segmenter {
     // The f32 copy of a value the region's row op computed, read only by the next norm (Gemma's sandwich
     // norms: post-norm, residual add, pre-norm) goes with that norm, which starts a region of its own.
     if (feeds_only_row_ops(n) && reads_after_row_op(n, false)) return false;
+    if (feeds_only_past_reductions(n)) return false;
     if (starts_another_space(n)) return false;
     if (is_row_op(n.op) && !row_ops_.empty()) {
       // The one exception: independent RMSNorms (a QK-norm pair) share the region of their RoPE.

@@ -1,6 +1,6 @@
 // On the GPU: every region of the KernelBench-shaped captured fixtures that need issue 21's newer
 // capabilities (tests/unit/kernelbench_fixtures_test.cpp: a triangular-mask matmul epilogue, Gemm +
-// BatchNorm in f16 with two matmul outputs, CrossEntropyLoss's integer count and 1-D sums,
+// BatchNorm in f16 whose statistics widen the matmul's f16 result, CrossEntropyLoss's integer count and 1-D sums,
 // TripletMarginLoss's row norms, attention of plain tensors with a T batch) is raised as the compiler
 // raises it, planned for this device, compiled, validated against the reference interpreter on three
 // seeds and two input distributions and timed. Every candidate must validate.

@@ -81,6 +81,7 @@ TEST(RecognizeRules, SplitLongReductions) { expect_rule_golden("split_reductions
 TEST(RecognizeRules, ReduceWithoutTransposes) { expect_rule_golden("transposed_reductions", {rc::reduce_without_transposes}); }
 TEST(RecognizeRules, ReshapePointwiseInputs) { expect_rule_golden("reshaped_reductions", {rc::reshape_pointwise_inputs}); }
 TEST(RecognizeRules, WidenDividedSums) { expect_rule_golden("divided_sums", {rc::widen_divided_sums}); }
+TEST(RecognizeRules, RecomputeWideningCasts) { expect_rule_golden("shared_casts", {rc::recompute_widening_casts}); }
 TEST(RecognizeRules, HoistWeights) { expect_rule_golden("hoist_weights", {rc::hoist_weight_expressions}); }
 TEST(RecognizeRules, FusedProjection) { expect_rule_golden("fused_projection", {rc::split_fused_projections}); }
 TEST(RecognizeRules, SinkSlices) { expect_rule_golden("sink_slices", {rc::sink_slices}, true); }

@@ -43,6 +43,10 @@ Expected<int> reshape_pointwise_inputs(ir::Module& module);
 // And one after that: a 16-bit float sum read only as a division's numerator is summed and divided in
 // f32, then rounded once (divided_sums.cpp).
 Expected<int> widen_divided_sums(ir::Module& module);
+// The last lowering, after the final canonicalization: a widening cast of a 16-bit float read by a
+// reduction and by other ops gets a copy per reader, so no region writes the widened tensor for another
+// to read (shared_casts.cpp).
+Expected<int> recompute_widening_casts(ir::Module& module);
 // Rule 9: weight-only expressions -> parameters computed once by @init.
 Expected<int> hoist_weight_expressions(ir::Module& module);
 // Rule 10: a linear read only through slices that partition its outputs -> one linear per slice on

@@ -131,6 +131,7 @@ Expected<ir::Module> recognize_module(ir::Module module, RecognizeReport* report
   AC_TRY(driver.run({"reshape_pointwise_inputs", recognize::reshape_pointwise_inputs}, module));
   AC_TRY(driver.run({"widen_divided_sums", recognize::widen_divided_sums}, module));
   AC_TRY(driver.to_fixed_point(module));
+  AC_TRY(driver.run({"recompute_widening_casts", recognize::recompute_widening_casts}, module));
   AC_TRY(driver.run({"schedule", recognize::schedule_module}, module));
   AC_TRY(ir::verify_module(module).with_context("recognize: the raised module"));
   driver.finish();

@@ -9,8 +9,10 @@
 //     simplify, drop_unit_batch, sink_transposes, raise_linear, raise_rmsnorm, raise_softmax, raise_activations,
 //     raise_rope, raise_kv_append, raise_cache_attention, split_fused_projections, sink_slices
 //   phase 2, once: hoist_weight_expressions (weight-only subgraphs move to @init), lower_sdpa (an
-//     attention that is not over the cache becomes matmul/softmax primitives), then phase 1 again
-//   phase 3, once: schedule_module (canonical node order per function, canonical parameter order)
+//     attention that is not over the cache becomes matmul/softmax primitives), split_long_reductions,
+//     reduce_without_transposes, reshape_pointwise_inputs, widen_divided_sums, then phase 1 again
+//   phase 3, once: recompute_widening_casts (after the last common-subexpression elimination, which would
+//     merge its copies), schedule_module (canonical node order per function, canonical parameter order)
 // Simplification comes first in every round so each rule sees canonical layouts; attention comes
 // after RoPE and KV append because it reads their results; slices sink last so the norms they cross
 // are already raised. The result passes ir::verify_module; a module the graph builders wrote comes
