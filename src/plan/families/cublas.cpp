@@ -56,7 +56,15 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       if (is_one_plain_f32_linear(*m))
         if (auto g = match_general_matmul(ctx); g && split_tf32_may_pay(*g)) return CublasMatch{std::move(*g), 0};
       const auto& x = ctx.function->type(ctx.node(0).operands[0]);
-      return CublasMatch{std::move(*m), x.shape[0].is_static() ? x.shape[0].value : 0};  // 0: T
+      const int64_t tokens_static = x.shape[0].is_static() ? x.shape[0].value : 0;
+      // The fixed form lays its workspace out per token (slot "workspace:P" is P bytes times T), which
+      // holds for T rows and for one static row; a static count of several rows (a captured module's
+      // batch of 16384 where T is 1) would write past it. Those take the general form, sized by its rows.
+      if (tokens_static > 1 && (cublas_per_token_bytes(*m) > 0 || !weights_are_plain(*m))) {
+        if (auto g = match_general_matmul(ctx)) return CublasMatch{std::move(*g), 0};
+        return std::nullopt;
+      }
+      return CublasMatch{std::move(*m), tokens_static};  // 0: T
     }
     if (auto m = match_general_matmul(ctx)) return CublasMatch{std::move(*m), 0};
     return std::nullopt;
