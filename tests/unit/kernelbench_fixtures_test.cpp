@@ -45,6 +45,17 @@ TEST_P(KernelBenchFixture, TheReferenceMatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Captured, KernelBenchFixture, ::testing::ValuesIn(kFixtures));
 
+// The ops of each region of an artifact, in region order, as its report.md lists them ("ops: a b c; ...").
+std::vector<std::string> region_ops(const fs::path& artifact) {
+  const std::string report = testing::file_bytes(artifact / "report.md");
+  std::vector<std::string> ops;
+  for (size_t at = report.find("\nops: "); at != std::string::npos; at = report.find("\nops: ", at + 1)) {
+    const size_t begin = at + 6, end = report.find(';', begin);
+    ops.push_back(report.substr(begin, end - begin));
+  }
+  return ops;
+}
+
 // Gemm + BatchNorm in f16 (KernelBench L2 41): the batch statistics read an f32 copy of the linear's f16
 // result, and the normalization the f16 result itself. Each statistic widens the f16 result itself
 // (recompute_widening_casts), so the matmul region writes that one tensor, in f16: no f32 copy of the
@@ -55,12 +66,7 @@ TEST(KernelBenchFixtures, BatchStatisticsWidenTheMatmulsF16Result) {
       testing::run_cli("compile " + fixture_dir("gemm_batchnorm_f16").string() + " --device-profile h200 --dump-ir -o " +
                        (work / "artifact").string() + " --cache-dir " + (work / "cache").string());
   ASSERT_EQ(run.status, 0) << run.output;
-  const std::string report = testing::file_bytes(work / "artifact/report.md");
-  std::vector<std::string> found;
-  for (size_t at = report.find("\nops: "); at != std::string::npos; at = report.find("\nops: ", at + 1)) {
-    const size_t begin = at + 6, end = report.find(';', begin);
-    found.push_back(report.substr(begin, end - begin));
-  }
+  const std::vector<std::string> found = region_ops(work / "artifact");
   const std::vector<std::string> expected = {"linear", "cast reduce_mean", "cast sub mul reduce_sum",
                                              "div cast cast add rsqrt sub mul mul add gelu relu"};
   EXPECT_EQ(found, expected);
@@ -88,13 +94,7 @@ TEST(KernelBenchFixtures, ReductionsOverReshapedChainsAreOneRegion) {
     const testing::CommandRun run = testing::run_cli("compile " + fixture_dir(name).string() + " --device-profile h200 -o " +
                                                      (work / "artifact").string() + " --cache-dir " + (work / "cache").string());
     ASSERT_EQ(run.status, 0) << run.output;
-    const std::string report = testing::file_bytes(work / "artifact/report.md");
-    std::vector<std::string> found;
-    for (size_t at = report.find("\nops: "); at != std::string::npos; at = report.find("\nops: ", at + 1)) {
-      const size_t begin = at + 6, end = report.find(';', begin);
-      found.push_back(report.substr(begin, end - begin));
-    }
-    EXPECT_EQ(found, regions) << name;
+    EXPECT_EQ(region_ops(work / "artifact"), regions) << name;
   }
 }
 

@@ -20,8 +20,6 @@ using ir::ValueId;
 
 namespace {
 
-bool is_narrow_float(ir::DType dtype) { return ir::is_float(dtype) && ir::dtype_size(dtype) < 4; }
-
 ValueId rewrite(Rewriter& rw, int index) {
   const ir::Function& old = rw.old();
   const ir::Node& div = old.nodes[static_cast<size_t>(index)];

@@ -135,4 +135,6 @@ std::optional<Positions> match_positions(const ir::Function& f, ValueId value) {
   return std::nullopt;
 }
 
+bool is_narrow_float(ir::DType dtype) { return ir::is_float(dtype) && ir::dtype_size(dtype) < 4; }
+
 }  // namespace agentcompile::analysis::recognize

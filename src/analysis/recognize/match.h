@@ -54,6 +54,9 @@ ir::ValueId strip_index_layout(const ir::Function& f, ir::ValueId value);
 // maxima, minima and products regroup; a mean is the mean of equal-sized parts' means. Not argmax/argmin.
 bool regroups(ir::OpKind op);
 
+// A float of fewer than 32 bits (f16, bf16): sums of it are kept in f32 and rounded once.
+bool is_narrow_float(ir::DType dtype);
+
 // Normalized axis (negative counts from the end) or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
 // The dims of a shape that are not a static 1, in order.

@@ -21,8 +21,6 @@ using ir::ValueId;
 
 namespace {
 
-bool is_16_bit_float(ir::DType dtype) { return ir::is_float(dtype) && ir::dtype_size(dtype) == 2; }
-
 bool fusable_reader(OpKind op) {
   const ir::OpClass c = ir::op_info(op).op_class;
   return c == ir::OpClass::kPointwise || c == ir::OpClass::kReduction;
@@ -33,7 +31,7 @@ const ir::Node* shared_widening_cast(const Rewriter& rw, ValueId value, int read
   const ir::Function& old = rw.old();
   const ir::Node* cast = producer_of(old, value, OpKind::kCast);
   if (!cast || ir::dtype_size(old.type(value).dtype) != 4 || !ir::is_float(old.type(value).dtype) ||
-      !is_16_bit_float(old.type(cast->operands[0]).dtype))
+      !is_narrow_float(old.type(cast->operands[0]).dtype))
     return nullptr;
   const std::vector<int>& users = rw.old_uses().users[static_cast<size_t>(value)];
   if (users.size() < 2 || users.front() == reader) return nullptr;

@@ -75,7 +75,7 @@ ValueId rewrite(Rewriter& rw, int index) {
   // 16-bit floats: the parts stay in f32 (a reduction accumulates in f32 and rounds once, as torch's
   // does), and only the result is rounded back.
   const ir::DType dtype = rw.type(x).dtype;
-  const bool narrow = ir::is_float(dtype) && ir::dtype_size(dtype) < 4;
+  const bool narrow = is_narrow_float(dtype);
   // (cast, then reshape: the reduction reads the reshape directly, which reshape_pointwise_inputs then moves
   // onto the inputs of the pointwise chain before it, cast included.)
   const ValueId source = narrow ? rw.reshape(rw.cast(x, ir::DType::kF32), split) : rw.reshape(x, split);
