@@ -17,7 +17,9 @@
 // 32 elements of a step. The accumulators end holding rows g and g + 8 of the tile for tokens 2t, 2t+1.
 // x is read from global memory through the read-only cache (T x K of it is a few KB to 200 KB, read
 // by every warp of the step at about the same k): no staging, so no shared-memory limit on K x T. A
-// batch's x is requested together, so its L2 latency is paid once a batch, not once a step.
+// batch's x is requested together, so its L2 latency is paid once a batch, not once a step; with
+// X_AHEAD it is requested with the batch before (1: prefetched into L1, 2: into registers), so that
+// round trip overlaps the previous batch's mmas too (bench/micro/gemv_batch_chain.cu).
 //
 // Everything else follows gemv.cuh: UNROLL steps of weight loads in flight, double-buffered, the first
 // batch (and the biases) issued before the programmatic-dependent-launch wait; SPLIT warps over K,
@@ -49,7 +51,8 @@ struct GemvBatchParams {
 // x's 8 elements at `p` through the read-only data cache.
 __device__ __forceinline__ uint4 gemv_batch_load_x(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
-template <typename T, typename OutT, int THREADS, int MT, int NT, int UNROLL, int SPLIT, int EPILOGUE, int ACT = kActSilu>
+template <typename T, typename OutT, int THREADS, int MT, int NT, int UNROLL, int SPLIT, int EPILOGUE, int ACT = kActSilu,
+          int X_AHEAD = 0>
 __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
   constexpr int kWarps = THREADS / 32;
   constexpr int kRowWarps = kWarps / SPLIT;  // warps that own distinct rows
@@ -126,6 +129,18 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) xb[j] = token_ok[j] ? gemv_batch_load_x(xrow[j] + at) : make_uint4(0, 0, 0, 0);
   };
+  auto load_x_batch = [&](uint4 (&xb)[UNROLL][NT], int at) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) load_x(xb[u], at + u * kStep);
+  };
+  // x of the batch at `at` into L1 (no registers): its loads then hit L1 instead of waiting on L2.
+  auto prefetch_x_batch = [&](int at) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        if (token_ok[j]) asm volatile("prefetch.global.L1 [%0];" ::"l"(xrow[j] + at + u * kStep));
+  };
   // The mmas of one step: the weights in `w`, x in `xb`.
   auto multiply = [&](const uint4 (&w)[MT][2][kMats], const uint4 (&xb)[NT]) {
 #pragma unroll
@@ -169,12 +184,15 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
   bool have_next = have && batch_fits(next);
   uint4 nxt[UNROLL][MT][2][kMats];
   if (have_next) load_batch(nxt, next);
+  // x of a batch: X_AHEAD 0 requests it as the batch starts (one L2 round trip a batch, not hidden);
+  // 1 prefetches the next batch's into L1 with its weights; 2 loads it into registers a batch ahead.
+  uint4 xs[UNROLL][NT];
+  if (X_AHEAD == 2 && have) load_x_batch(xs, k);
+  if (X_AHEAD == 1 && have_next) prefetch_x_batch(next);
   while (have) {
-    // x of the whole batch requested at once: one round trip to L2 a batch instead of one a step (the
-    // next batch's weights are in flight meanwhile).
-    uint4 xs[UNROLL][NT];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) load_x(xs[u], k + u * kStep);
+    if (X_AHEAD != 2) load_x_batch(xs, k);
+    uint4 xn[UNROLL][NT];
+    if (X_AHEAD == 2 && have_next) load_x_batch(xn, next);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) multiply(cur[u], xs[u]);
     k = next;
@@ -188,9 +206,17 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
         for (int h = 0; h < 2; ++h)
 #pragma unroll
           for (int m = 0; m < kMats; ++m) cur[u][i][h][m] = nxt[u][i][h][m];
+    if (X_AHEAD == 2)
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) xs[u][j] = xn[u][j];
     next = k + UNROLL * kStep;
     have_next = batch_fits(next);
-    if (have_next) load_batch(nxt, next);
+    if (have_next) {
+      load_batch(nxt, next);
+      if (X_AHEAD == 1) prefetch_x_batch(next);
+    }
   }
   for (; k < k_end; k += kStep) {  // steps short of a whole batch
     uint4 w[MT][2][kMats];

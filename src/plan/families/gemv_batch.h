@@ -15,6 +15,8 @@ struct GemvBatchSchedule {
   int64_t token_tiles = 1;   // 8-token n-tiles per block row (NT): a block row serves 8 or 16 tokens
   int64_t unroll = 1;        // 32-element steps of K in flight
   int64_t split = 1;         // warps that share rows, each over a slice of K
+  int64_t x_ahead = 0;       // X_AHEAD: 2 loads x of the next batch of steps into registers with the batch
+                             // before; 0 requests it as its batch starts (1, an L1 prefetch, is not planned)
 };
 
 struct GemvBatchConfig final : FamilyConfig {
