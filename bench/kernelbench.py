@@ -391,7 +391,16 @@ def plot(path: pathlib.Path, entries: list[dict]) -> None:
 
 def environment(args) -> dict:
     import torch
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # The commit the CLI was built from (its --version), which names the code measured; the checkout's own
+    # commit only where the CLI predates the flag (a carried binary and the checkout beside it can differ).
+    try:
+        version = subprocess.run([args.cli, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        version = None  # no CLI at that path (a --merge run)
+    if version is not None and version.returncode == 0 and version.stdout.startswith("agentcompile "):
+        commit = version.stdout.split()[1]
+    else:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     return {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "commit": commit,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],

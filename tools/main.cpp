@@ -3,6 +3,7 @@
 #include <string>
 
 #include "commands.h"
+#include "git_commit.h"  // AC_GIT_COMMIT: the commit the binary was built from (build/generated)
 
 namespace agentcompile::tools {
 
@@ -16,6 +17,8 @@ void fail(const std::string& message) {
 int main(int argc, char** argv) {
   CLI::App app{"agentcompile: an LLM-guided compiler and runtime for transformer inference on NVIDIA GPUs"};
   app.require_subcommand(1);
+  // Results name the code that produced them: bench/kernelbench.py records this, not the checkout it runs in.
+  app.set_version_flag("--version", std::string("agentcompile ") + AC_GIT_COMMIT);
   agentcompile::tools::add_inspect_command(app);
   agentcompile::tools::add_init_random_command(app);
   agentcompile::tools::add_reference_command(app);

@@ -10,13 +10,15 @@
 //   1. stores the rank's row into its part of slot e % 3 on every peer (posted writes, no fence:
 //      a row's element that holds the empty bits is stored as the zero of the same sign bit's
 //      neighbour, see peer_fill_value);
-//   2. reads each peer's part of its own slot e % 3, local memory, until no element is empty, and sums
-//      the ranks in rank order in f32, rounding once: every rank gets the same bits;
-//   3. empties the parts of slot (e - 1) % 3 that call e - 1 filled.
+//   2. empties the parts of slot (e - 1) % 3 that call e - 1 filled (while its own row is on its way:
+//      the emptying's stores no longer wait behind the sum);
+//   3. reads each peer's part of its own slot e % 3, local memory, until no element is empty, and sums
+//      the ranks in rank order in f32, rounding once: every rank gets the same bits.
 // No flag, no fence, no remote read: the wait is one NVLink write's latency. Three slots suffice: a
 // peer fills slot e % 3 again in call e + 3, which it reaches only after this rank's row of call e + 2
 // arrived, written after this rank's call e + 1 had emptied slot e % 3 (kernels of a stream finish in
-// order) and after its call e had read it.
+// order) and after its call e had read it. Emptying slot (e - 1) % 3 before reading slot e % 3 is safe
+// for the same reason: the peers' next writes into it come in call e + 2.
 #pragma once
 
 #include "common.cuh"
@@ -126,7 +128,17 @@ __device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, 
     for (int r = 0; r < kPeerAllReduceMaxRanks; ++r)  // (unrolled: a.slots stays in parameter space)
       if (r < a.ranks && r != a.rank) peer_store(a.slots[r] + my_part + v * 16, mine);
   }
-  // 2. Every peer's row from this rank's slot as it arrives, summed in rank order.
+  // 2. Empty what the previous call received: the peers' parts of slot (call - 1) % 3.
+  const unsigned long long previous = ((call + kPeerAllReduceSlots - 1) % kPeerAllReduceSlots) * slot_stride;
+  const unsigned long long filled_vectors = (*a.filled + 15) / 16;
+  const uint4 empty = make_uint4(kPeerEmptyWord, kPeerEmptyWord, kPeerEmptyWord, kPeerEmptyWord);
+  unsigned char* own = peer_slots_of(a, a.rank);
+  for (int r = 0; r < a.ranks; ++r) {
+    if (r == a.rank) continue;
+    uint4* part = reinterpret_cast<uint4*>(own + previous + static_cast<unsigned long long>(r) * a.slot_bytes);
+    for (unsigned long long v = threadIdx.x; v < filled_vectors; v += blockDim.x) part[v] = empty;
+  }
+  // 3. Every peer's row from this rank's slot as it arrives, summed in rank order.
   const unsigned char* local = peer_slots_of(a, a.rank) + slot;
   for (unsigned long long v = threadIdx.x; v < vectors; v += blockDim.x) {
     float sum[kPer];
@@ -155,16 +167,6 @@ __device__ __forceinline__ void peer_all_reduce_sum(const PeerAllReduceArgs& a, 
       for (int e = 0; e < kPer; ++e)
         if (first + e < a.count) out[first + e] = from_float<T>(sum[e]);
     }
-  }
-  // 3. Empty what the previous call received: the peers' parts of slot (call - 1) % 3.
-  const unsigned long long previous = ((call + kPeerAllReduceSlots - 1) % kPeerAllReduceSlots) * slot_stride;
-  const unsigned long long filled_vectors = (*a.filled + 15) / 16;
-  const uint4 empty = make_uint4(kPeerEmptyWord, kPeerEmptyWord, kPeerEmptyWord, kPeerEmptyWord);
-  unsigned char* own = peer_slots_of(a, a.rank);
-  for (int r = 0; r < a.ranks; ++r) {
-    if (r == a.rank) continue;
-    uint4* part = reinterpret_cast<uint4*>(own + previous + static_cast<unsigned long long>(r) * a.slot_bytes);
-    for (unsigned long long v = threadIdx.x; v < filled_vectors; v += blockDim.x) part[v] = empty;
   }
 }
 
