@@ -179,7 +179,7 @@ class ProgramWriter {
       case OpKind::kTanh: return "tanhf(" + a + ")";
       case OpKind::kSigmoid: return (fast_math_ ? "ac::sigmoid_fast(" : "ac::sigmoid(") + a + ")";
       case OpKind::kRelu: return "ac::relu(" + a + ")";
-      case OpKind::kErf: return "erff(" + a + ")";
+      case OpKind::kErf: return (fast_math_ ? "ac::erf_fast(" : "erff(") + a + ")";
       case OpKind::kSin: return "sinf(" + a + ")";
       case OpKind::kCos: return "cosf(" + a + ")";
       case OpKind::kReciprocal: return "1.f / " + a;
@@ -187,7 +187,7 @@ class ProgramWriter {
       case OpKind::kCeil: return "ceilf(" + a + ")";
       case OpKind::kRound: return "rintf(" + a + ")";  // half to even
       case OpKind::kSign: return is_int ? "ac::signi(" + a + ")" : "ac::signf(" + a + ")";
-      case OpKind::kGelu: return (step.flags & 1 ? "ac::gelu_tanh(" : "ac::gelu_erf(") + a + ")";
+      case OpKind::kGelu: return (step.flags & 1 ? "ac::gelu_tanh(" : fast_math_ ? "ac::gelu_erf_fast(" : "ac::gelu_erf(") + a + ")";
       case OpKind::kLeakyRelu: return "ac::leaky_relu(" + a + ", " + literal(step.p0, ir::DType::kF32) + ")";
       case OpKind::kClamp: {
         std::string v = a;

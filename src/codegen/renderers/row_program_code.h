@@ -12,7 +12,7 @@ namespace agentcompile::codegen {
 // `struct Program { ... };` for VEC columns per chunk. Memory loads of slot `provided` (a GEMM's
 // product, which a fused GEMM has in registers) are neither bound nor read by load(): the caller
 // fills their Chunk arrays before pre().
-// With `fast_math`, expm1 and sigmoid take their shorter forms (src/kernels/fast_math.cuh, which the
+// With `fast_math`, expm1, sigmoid and erf take their shorter forms (src/kernels/fast_math.cuh, which the
 // caller includes): for programs whose results are stored in 16 bits.
 std::string render_row_program(const plan::RowProgram& program, int vec, const std::string& provided = "", bool fast_math = false);
 // Statements that fill a Program named `var` from the wrapper's `a` (one per line, indented 2).

@@ -18,7 +18,9 @@ bool has_fast_form(const RowProgram& p) {
   for (const RowProgram::Store& store : p.stores)
     if (store.dtype != ir::DType::kF16 && store.dtype != ir::DType::kBF16) return false;
   for (const RowProgram::Step& step : p.steps)
-    if (step.op == ir::OpKind::kExpm1 || step.op == ir::OpKind::kSigmoid) return true;
+    if (step.op == ir::OpKind::kExpm1 || step.op == ir::OpKind::kSigmoid || step.op == ir::OpKind::kErf ||
+        (step.op == ir::OpKind::kGelu && !(step.flags & 1)))  // GELU's erf form (flag 1: the tanh form)
+      return true;
   return false;
 }
 
@@ -66,7 +68,7 @@ class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig
         }
       }
     }
-    // expm1 or sigmoid stored in 16 bits: the accurate library forms (~30 instructions an element)
+    // expm1, sigmoid or erf stored in 16 bits: the accurate library forms (~30 instructions an element)
     // bind a large kernel to the issue rate before memory (SELU in f16). The best geometry again with
     // the shorter forms of fast_math.cuh, ranked just below it (a form of its own, so a capped space
     // keeps it and loses one geometry at most).
@@ -78,7 +80,7 @@ class ElementwiseFamily final : public TypedFamily<RowProgram, ElementwiseConfig
       f.score = best.score * 0.999;
       f.form = "fast_math";
       f.notes = best.notes;
-      f.notes.push_back("expm1 / sigmoid in their short forms (fast_math.cuh): results stored in 16 bits");
+      f.notes.push_back("expm1 / sigmoid / erf (GELU's too) in their short forms (fast_math.cuh): results stored in 16 bits");
       out.push_back(std::move(f));
     }
     Choice fallback{ElementwiseConfig(p, ElementwiseSchedule{256, 1, 1, true})};

@@ -11,7 +11,7 @@ struct ElementwiseSchedule {
   int64_t vec = 1;     // columns per access
   int64_t unroll = 1;  // vectors per thread
   bool fallback = false;
-  // expm1 and sigmoid in their shorter forms (src/kernels/fast_math.cuh): offered where every result
+  // expm1, sigmoid and erf in their shorter forms (src/kernels/fast_math.cuh): offered where every result
   // is stored in 16 bits.
   bool fast_math = false;
 };
