@@ -3,11 +3,13 @@
 // so on an H200 it is bound by instruction issue before memory once an element costs more than ~24
 // instructions; the accurate library forms cost ~30 (SELU in f16: ~35 an element in all). Counted in
 // SASS (sm_90a, nvcc 13, 16 elements a thread, the plain copy at 8.5 an element):
-//   expm1f 37 an element -> expm1_fast ~12;  sigmoid (expf and an IEEE division) 36 -> sigmoid_fast 17.
-// (expm1_fast's first form, a degree-8 Taylor polynomial below |x| = 0.5, cost 25: KernelBench's ELU and
-// SELU in f16 stayed issue-bound, 0.87x eager on an H200, bench/results/2026-11-28-h200/session10/.)
-// (tanhf, at 24 an element, is already cheaper than any short form tried, so it stays as it is. erff
-// costs 34; erf_fast below takes about 25, so GELU's erf form loses about a fifth of its instructions.)
+//   expm1f 37 an element -> expm1_fast's first form (a degree-8 polynomial inside |x| < 0.5) 25;
+//   sigmoid (expf and an IEEE division) 36 -> sigmoid_fast 17; tanhf 24, cheaper than any short form
+//   tried, so it stays; erff 34.
+// With that first form KernelBench's ELU and SELU in f16 stayed issue-bound (0.87x eager on an H200), so
+// expm1_fast now keeps a degree-4 polynomial inside 1/32 (about 12 operations by count, not counted in
+// SASS), and erf_fast (about 25 operations) replaces erff: ELU, SELU and GELU in f16 went to 0.95-0.96x
+// eager (bench/results/2026-11-28-h200/session10/fast-math-h200/).
 //   expm1_fast   |x| < 1/32: a degree-4 Taylor polynomial (relative error < 1e-7); else exp(x) - 1 through
 //                ex2.approx, whose ~2.4e-7 relative error in exp is at most ~1e-5 of |expm1| there: 1/50 of
 //                an f16 ulp (2^-11), 1/400 of a bf16 one
