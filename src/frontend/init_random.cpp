@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -225,12 +226,21 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
   AC_TRY(write_json(output.staged("config.json"), config_json));
   if (!generation.empty()) AC_TRY(write_json(output.staged("generation_config.json"), generation));
 
+  // Shard s + 1 is generated while shard s is written, in two buffers, where the host holds two shards
+  // at once (the largest neighbouring pair); one buffer otherwise. Either way the bytes are the same.
+  bool overlap = shards.size() > 1;
+  for (size_t s = 0; overlap && s + 1 < shards.size(); ++s)
+    overlap = support::check_host_allocation(shard_bytes[s] + shard_bytes[s + 1], "two random checkpoint shards").is_ok();
   nlohmann::json weight_map = nlohmann::json::object();
   const std::map<std::string, std::string> metadata = {{"format", "pt"}};  // transformers refuses files without it
+  std::unique_ptr<uint8_t[]> buffers[2];
+  std::future<Status> writing;  // the previous shard's write, while the next is generated
   for (size_t s = 0; s < shards.size(); ++s) {
     const std::string file = shards.size() == 1 ? "model.safetensors" : shard_file_name(s, shards.size());
-    // One shard in memory at a time: peak memory is the shard size, not the model size.
-    auto buffer = std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(shard_bytes[s], 1));
+    // The buffer this shard fills: the previous shard's write (if any) must not be reading it.
+    std::unique_ptr<uint8_t[]>& buffer = buffers[overlap ? s % 2 : 0];
+    if (!overlap && writing.valid()) AC_TRY(writing.get());
+    buffer = std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(shard_bytes[s], 1));
     std::vector<TensorJob> jobs;
     std::vector<TensorToWrite> tensors;
     uint64_t offset = 0;
@@ -245,8 +255,12 @@ Status write_random_checkpoint(const ModelConfig& config, ir::DType dtype, uint6
       weight_map[name] = file;
     }
     run_jobs(jobs, default_threads());
-    AC_TRY(write_safetensors(output.staged(file), tensors, metadata));
+    if (writing.valid()) AC_TRY(writing.get());  // the other buffer is free once its shard is on disk
+    writing = std::async(std::launch::async, [path = output.staged(file), tensors = std::move(tensors), &metadata] {
+      return write_safetensors(path, tensors, metadata);
+    });
   }
+  if (writing.valid()) AC_TRY(writing.get());
   if (shards.size() > 1) {
     nlohmann::json index = {{"metadata", {{"total_size", result.tensor_bytes}}}, {"weight_map", weight_map}};
     AC_TRY(write_json(output.staged("model.safetensors.index.json"), index));

@@ -124,7 +124,7 @@ struct TensorToWrite {
 
 // Writes one safetensors file the way Hugging Face does: header padded with spaces to a multiple of 8,
 // tensors sorted by name and laid out contiguously. Written to a temporary name and renamed into place,
-// so a reader never sees half a file.
+// so a reader never sees half a file; up to 8 threads write its pieces at their offsets.
 Status write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata);
 

@@ -3,7 +3,11 @@
 #include "frontend/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -346,6 +350,55 @@ TEST(Safetensors, CheckWeightsAgainstConfig) {
     std::erase_if(tensors, [](const TensorToWrite& t) { return t.name == "model.norm.weight"; });
   });
   expect_error(check(), ErrorCode::kNotFound, {"check_weights", "missing tensor 'model.norm.weight'"});
+}
+
+// Tensors past the writer's 64 MiB run are cut into runs that several threads write at their offsets:
+// every byte lands where the header says, whatever order the runs finish in.
+TEST(Safetensors, LargeTensorsWrittenInParallelRunsRoundTrip) {
+  const fs::path dir = fresh_dir("parallel_runs");
+  std::vector<uint32_t> big((uint64_t{150} << 20) / 4), odd(12345);  // 150 MiB: three runs, the last partial
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint32_t>(i * 2654435761u);
+  for (size_t i = 0; i < odd.size(); ++i) odd[i] = static_cast<uint32_t>(~i);
+  ASSERT_TRUE(write_safetensors(dir / "model.safetensors",
+                                {{"b.big", ir::DType::kI32, {static_cast<int64_t>(big.size())}, big.data()},
+                                 {"a.odd", ir::DType::kI32, {static_cast<int64_t>(odd.size())}, odd.data()}},
+                                {})
+                  .is_ok());
+  auto file = SafetensorsFile::open(dir / "model.safetensors");
+  ASSERT_TRUE(file.has_value()) << file.status().to_string();
+  auto store = open_safetensors_checkpoint(dir);
+  ASSERT_TRUE(store.has_value()) << store.status().to_string();
+  auto raw_big = (*store)->raw("b.big");
+  auto raw_odd = (*store)->raw("a.odd");
+  ASSERT_TRUE(raw_big.has_value() && raw_odd.has_value());
+  ASSERT_EQ(raw_big->size, big.size() * 4);
+  EXPECT_EQ(std::memcmp(raw_big->bytes, big.data(), raw_big->size), 0);
+  ASSERT_EQ(raw_odd->size, odd.size() * 4);
+  EXPECT_EQ(std::memcmp(raw_odd->bytes, odd.data(), raw_odd->size), 0);
+}
+
+// A write the file system cuts short (here a file-size limit of 1 MiB, in a child process) is an I/O
+// error that names the file and the cause, and leaves neither the file nor its temporary behind.
+TEST(Safetensors, AWriteCutShortLeavesNoFile) {
+  const fs::path dir = fresh_dir("cut_short");
+  const std::vector<float> data((uint64_t{8} << 20) / 4, 1.0f);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // past the limit, write fails with EFBIG instead of killing the process
+    const rlimit limit{uint64_t{1} << 20, uint64_t{1} << 20};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(10);
+    const Status status = write_safetensors(dir / "model.safetensors", {{"w", ir::DType::kF32, {static_cast<int64_t>(data.size())}, data.data()}}, {});
+    if (status.is_ok()) _exit(11);
+    if (status.code() != ErrorCode::kIo) _exit(12);
+    if (status.message().find("model.safetensors") == std::string::npos || status.message().find("write failed") == std::string::npos) _exit(13);
+    if (fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.tmp")) _exit(14);
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "the child died of signal " << WTERMSIG(wstatus);
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "10: setrlimit failed, 11: the write succeeded, 12: wrong code, 13: message, 14: a file left";
 }
 
 TEST(Safetensors, WriterRejectsBadInput) {
