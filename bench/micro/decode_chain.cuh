@@ -36,12 +36,11 @@ struct Ptrs {
 constexpr int H = 2048, I = 6144, QKV = 4096, KVD = 1024, LAYERS = 28;
 enum Kind { kQkv, kO, kGateUp, kDown };
 
-template <int THREADS, int ROWS, int UNROLL, int SPLIT, int KIND>
-__global__ void __launch_bounds__(THREADS) gemv_kernel(const Ptrs a) {
-  P p;
+// The shape of KIND into a GEMV's parameters (GemvParams or GemvBatchParams: the same field names), from a
+// pointer set with x, residual, w[3] and y[3]: the segments it uses, their rows and K.
+template <int KIND, typename Params, typename Pointers>
+__device__ __forceinline__ void bind_shape(Params& p, const Pointers& a) {
   p.x = a.x;
-  p.norm_w = KIND == kQkv || KIND == kGateUp ? a.norm_w : nullptr;
-  p.norm_eps = 1e-6f;
   p.residual = KIND == kO || KIND == kDown ? a.residual : nullptr;
   p.w[0] = a.w[0];
   p.w[1] = KIND == kQkv || KIND == kGateUp ? a.w[1] : nullptr;
@@ -54,7 +53,17 @@ __global__ void __launch_bounds__(THREADS) gemv_kernel(const Ptrs a) {
   p.rows[1] = KIND == kQkv ? KVD : 0;
   p.rows[2] = KIND == kQkv ? KVD : 0;
   p.K = KIND == kDown ? I : H;
-  constexpr int epilogue = KIND == kQkv ? ac::kGemvPlain : KIND == kGateUp ? ac::kGemvGateUp : ac::kGemvResidual;
+}
+template <int KIND>
+constexpr int kEpilogueOf = KIND == kQkv ? ac::kGemvPlain : KIND == kGateUp ? ac::kGemvGateUp : ac::kGemvResidual;
+
+template <int THREADS, int ROWS, int UNROLL, int SPLIT, int KIND>
+__global__ void __launch_bounds__(THREADS) gemv_kernel(const Ptrs a) {
+  P p;
+  bind_shape<KIND>(p, a);
+  p.norm_w = KIND == kQkv || KIND == kGateUp ? a.norm_w : nullptr;
+  p.norm_eps = 1e-6f;
+  constexpr int epilogue = kEpilogueOf<KIND>;
   ac::gemv<__half, __half, THREADS, ROWS, UNROLL, SPLIT, epilogue, KIND == kDown ? I : H, KIND == kQkv || KIND == kGateUp>(p);
 }
 

@@ -2,10 +2,12 @@
 // and 16 tokens a step, each configuration launched over 28 layers of distinct weights in a CUDA graph
 // with programmatic dependent launch (as the runtime replays a step). The question: how much of the
 // batched GEMV's cost at 16 tokens is x's L2 round trip at the start of every batch of steps, and what
-// requesting it a batch ahead (gemv_batch.cuh's X_AHEAD: 1 prefetches it into L1, 2 loads it into
-// registers) gives. The first configuration of each shape is what the compiler selected for Qwen3-1.7B
-// on an H200 (bench/results/2026-11-27-h200/session6/serve-batch-warm/decode-batch-report.md); every
-// other one is checked against its output.
+// loading it into registers a batch ahead (gemv_batch.cuh's X_AHEAD, a2 in the names) gives. (The a1
+// configurations of bench/results/2026-11-28-h200/session10/gemv-batch-chain/x-ahead.txt prefetched it
+// into L1 instead; that mode was removed from the kernel, and with it from this list.) The first
+// configuration of each shape is what the compiler selected for Qwen3-1.7B on an H200
+// (bench/results/2026-11-27-h200/session6/serve-batch-warm/decode-batch-report.md); every other one is
+// checked against its output.
 //   nvcc -O3 -std=c++20 --use_fast_math -gencode arch=compute_90a,code=sm_90a -Isrc/kernels \
 //        bench/micro/gemv_batch_chain.cu -o gemv_batch_chain && ./gemv_batch_chain
 #include "decode_chain.cuh"
@@ -24,22 +26,9 @@ struct BatchPtrs {
 template <int THREADS, int MT, int NT, int UNROLL, int SPLIT, int XA, int KIND>
 __global__ void __launch_bounds__(THREADS) gemv_batch_kernel(const BatchPtrs a) {
   BP p;
-  p.x = a.x;
-  p.residual = KIND == kO || KIND == kDown ? a.residual : nullptr;
-  p.w[0] = a.w[0];
-  p.w[1] = KIND == kQkv || KIND == kGateUp ? a.w[1] : nullptr;
-  p.w[2] = KIND == kQkv ? a.w[2] : nullptr;
-  p.bias[0] = p.bias[1] = p.bias[2] = nullptr;
-  p.y[0] = a.y[0];
-  p.y[1] = KIND == kQkv ? a.y[1] : nullptr;
-  p.y[2] = KIND == kQkv ? a.y[2] : nullptr;
-  p.rows[0] = KIND == kQkv ? H : KIND == kGateUp ? I : H;
-  p.rows[1] = KIND == kQkv ? KVD : 0;
-  p.rows[2] = KIND == kQkv ? KVD : 0;
-  p.K = KIND == kDown ? I : H;
+  bind_shape<KIND>(p, a);
   p.tokens = a.tokens;
-  constexpr int epilogue = KIND == kQkv ? ac::kGemvPlain : KIND == kGateUp ? ac::kGemvGateUp : ac::kGemvResidual;
-  ac::gemv_batch<__half, __half, THREADS, MT, NT, UNROLL, SPLIT, epilogue, ac::kActSilu, XA>(p);
+  ac::gemv_batch<__half, __half, THREADS, MT, NT, UNROLL, SPLIT, kEpilogueOf<KIND>, ac::kActSilu, XA>(p);
 }
 
 struct BatchConfig {
@@ -101,26 +90,22 @@ int main() {
   __half* check = alloc(size_t{kMaxTokens} * (I > QKV ? I : QKV));
 
   // The selected configurations first (decode-batch-report.md: the b9-16 pick, then b1-b8's), then the same
-  // with x a batch ahead, then others.
+  // with x a batch ahead (a2), then others.
   std::vector<BatchConfig> qkv = {batch_config<256, 1, 2, 4, 4, 0, kQkv>(), batch_config<256, 1, 1, 4, 8, 0, kQkv>(),
-                                  batch_config<256, 1, 2, 4, 4, 1, kQkv>(), batch_config<256, 1, 2, 4, 4, 2, kQkv>(),
-                                  batch_config<256, 1, 1, 4, 8, 1, kQkv>(), batch_config<256, 1, 1, 4, 8, 2, kQkv>(),
-                                  batch_config<256, 1, 2, 4, 8, 1, kQkv>(), batch_config<256, 1, 2, 4, 8, 2, kQkv>(),
-                                  batch_config<256, 1, 2, 2, 8, 2, kQkv>(), batch_config<128, 1, 2, 4, 4, 2, kQkv>()};
+                                  batch_config<256, 1, 2, 4, 4, 2, kQkv>(), batch_config<256, 1, 1, 4, 8, 2, kQkv>(),
+                                  batch_config<256, 1, 2, 4, 8, 2, kQkv>(), batch_config<256, 1, 2, 2, 8, 2, kQkv>(),
+                                  batch_config<128, 1, 2, 4, 4, 2, kQkv>()};
   std::vector<BatchConfig> o = {batch_config<256, 1, 1, 4, 8, 0, kO>(), batch_config<256, 1, 2, 4, 8, 0, kO>(),
-                                batch_config<256, 1, 1, 4, 8, 1, kO>(), batch_config<256, 1, 1, 4, 8, 2, kO>(),
-                                batch_config<256, 1, 2, 4, 8, 1, kO>(), batch_config<256, 1, 2, 4, 8, 2, kO>(),
+                                batch_config<256, 1, 1, 4, 8, 2, kO>(), batch_config<256, 1, 2, 4, 8, 2, kO>(),
                                 batch_config<256, 1, 2, 2, 8, 2, kO>(), batch_config<128, 1, 2, 4, 4, 2, kO>(),
-                                batch_config<512, 1, 2, 2, 16, 2, kO>(), batch_config<256, 1, 2, 2, 8, 1, kO>()};
-  std::vector<BatchConfig> gu = {batch_config<128, 1, 2, 2, 4, 0, kGateUp>(), batch_config<128, 1, 2, 2, 4, 1, kGateUp>(),
-                                 batch_config<128, 1, 2, 2, 4, 2, kGateUp>(), batch_config<256, 1, 2, 2, 8, 1, kGateUp>(),
+                                batch_config<512, 1, 2, 2, 16, 2, kO>()};
+  std::vector<BatchConfig> gu = {batch_config<128, 1, 2, 2, 4, 0, kGateUp>(), batch_config<128, 1, 2, 2, 4, 2, kGateUp>(),
                                  batch_config<256, 1, 2, 2, 8, 2, kGateUp>(), batch_config<128, 1, 2, 1, 4, 2, kGateUp>(),
                                  batch_config<256, 1, 2, 2, 4, 2, kGateUp>(), batch_config<128, 1, 2, 2, 2, 2, kGateUp>()};
   std::vector<BatchConfig> down = {batch_config<256, 1, 2, 4, 8, 0, kDown>(), batch_config<256, 1, 1, 4, 8, 0, kDown>(),
-                                   batch_config<256, 1, 2, 4, 8, 1, kDown>(), batch_config<256, 1, 2, 4, 8, 2, kDown>(),
-                                   batch_config<256, 1, 1, 4, 8, 1, kDown>(), batch_config<256, 1, 1, 4, 8, 2, kDown>(),
+                                   batch_config<256, 1, 2, 4, 8, 2, kDown>(), batch_config<256, 1, 1, 4, 8, 2, kDown>(),
                                    batch_config<256, 1, 2, 2, 8, 2, kDown>(), batch_config<512, 1, 2, 2, 16, 2, kDown>(),
-                                   batch_config<512, 1, 2, 4, 16, 1, kDown>(), batch_config<256, 1, 2, 4, 4, 2, kDown>()};
+                                   batch_config<256, 1, 2, 4, 4, 2, kDown>()};
 
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -25,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/tensor_ranges.h"
+#include "ir/thread_pool.h"
 
 namespace agentcompile::frontend {
 
@@ -422,31 +422,24 @@ Status write_safetensors(const std::filesystem::path& path, const std::vector<Te
   }
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return error(ErrorCode::kIo, temp + ": cannot create: " + errno_text(errno));
-  std::atomic<size_t> next{0};
-  std::mutex failed_mutex;
-  int failed_errno = 0;  // the first failure's, 0 while none
-  auto writer = [&] {
-    for (size_t k = next++; k < pieces.size(); k = next++) {
-      const Piece& piece = pieces[k];
+  std::atomic<int> failed_errno{0};  // the first failure's; once set, the pieces left are skipped
+  ir::ThreadPool pool(static_cast<int>(std::min<uint64_t>({std::max(1u, std::thread::hardware_concurrency()), 8, pieces.size()})));
+  pool.parallel_for(static_cast<int64_t>(pieces.size()), 1, [&](int64_t first, int64_t last) {
+    for (int64_t k = first; k < last && failed_errno.load() == 0; ++k) {
+      const Piece& piece = pieces[static_cast<size_t>(k)];
       for (uint64_t done = 0; done < piece.size;) {
         const ssize_t n = ::pwrite(fd, piece.data + done, piece.size - done, static_cast<off_t>(piece.offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {  // 0: no progress (a full device reports ENOSPC on the next call, but do not spin on it)
-          const std::lock_guard<std::mutex> lock(failed_mutex);
-          if (failed_errno == 0) failed_errno = n < 0 ? errno : EIO;
-          next = pieces.size();  // the others stop at their next piece
+          int none = 0;
+          failed_errno.compare_exchange_strong(none, n < 0 ? errno : EIO);
           return;
         }
         done += static_cast<uint64_t>(n);
       }
     }
-  };
-  const unsigned threads = static_cast<unsigned>(std::min<uint64_t>({std::max(1u, std::thread::hardware_concurrency()), 8, pieces.size()}));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(writer);
-  writer();
-  for (auto& thread : pool) thread.join();
-  int err = failed_errno;
+  });
+  int err = failed_errno.load();
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err != 0) {
     std::remove(temp.c_str());

@@ -18,8 +18,8 @@
 // x is read from global memory through the read-only cache (T x K of it is a few KB to 200 KB, read
 // by every warp of the step at about the same k): no staging, so no shared-memory limit on K x T. A
 // batch's x is requested together, so its L2 latency is paid once a batch, not once a step; with
-// X_AHEAD it is requested with the batch before (1: prefetched into L1, 2: into registers), so that
-// round trip overlaps the previous batch's mmas too (bench/micro/gemv_batch_chain.cu).
+// X_AHEAD it is loaded into registers with the batch before, so that round trip overlaps the previous
+// batch's mmas too (bench/micro/gemv_batch_chain.cu; an L1 prefetch instead helped only at one token).
 //
 // Everything else follows gemv.cuh: UNROLL steps of weight loads in flight, double-buffered, the first
 // batch (and the biases) issued before the programmatic-dependent-launch wait; SPLIT warps over K,
@@ -133,14 +133,6 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) load_x(xb[u], at + u * kStep);
   };
-  // x of the batch at `at` into L1 (no registers): its loads then hit L1 instead of waiting on L2.
-  auto prefetch_x_batch = [&](int at) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-        if (token_ok[j]) asm volatile("prefetch.global.L1 [%0];" ::"l"(xrow[j] + at + u * kStep));
-  };
   // The mmas of one step: the weights in `w`, x in `xb`.
   auto multiply = [&](const uint4 (&w)[MT][2][kMats], const uint4 (&xb)[NT]) {
 #pragma unroll
@@ -184,15 +176,15 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
   bool have_next = have && batch_fits(next);
   uint4 nxt[UNROLL][MT][2][kMats];
   if (have_next) load_batch(nxt, next);
-  // x of a batch: X_AHEAD 0 requests it as the batch starts (one L2 round trip a batch, not hidden);
-  // 1 prefetches the next batch's into L1 with its weights; 2 loads it into registers a batch ahead.
+  // x of a batch: with X_AHEAD 0 requested as the batch starts (one L2 round trip a batch, not
+  // hidden); otherwise loaded into registers a batch ahead (the planner passes 2, the number of that
+  // mode when an L1 prefetch was mode 1; the prefetch helped only at one token and was removed).
   uint4 xs[UNROLL][NT];
-  if (X_AHEAD == 2 && have) load_x_batch(xs, k);
-  if (X_AHEAD == 1 && have_next) prefetch_x_batch(next);
+  if (X_AHEAD != 0 && have) load_x_batch(xs, k);
   while (have) {
-    if (X_AHEAD != 2) load_x_batch(xs, k);
+    if (X_AHEAD == 0) load_x_batch(xs, k);
     uint4 xn[UNROLL][NT];
-    if (X_AHEAD == 2 && have_next) load_x_batch(xn, next);
+    if (X_AHEAD != 0 && have_next) load_x_batch(xn, next);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) multiply(cur[u], xs[u]);
     k = next;
@@ -206,17 +198,14 @@ __device__ __forceinline__ void gemv_batch(const GemvBatchParams<T, OutT>& p) {
         for (int h = 0; h < 2; ++h)
 #pragma unroll
           for (int m = 0; m < kMats; ++m) cur[u][i][h][m] = nxt[u][i][h][m];
-    if (X_AHEAD == 2)
+    if (X_AHEAD != 0)
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int j = 0; j < NT; ++j) xs[u][j] = xn[u][j];
     next = k + UNROLL * kStep;
     have_next = batch_fits(next);
-    if (have_next) {
-      load_batch(nxt, next);
-      if (X_AHEAD == 1) prefetch_x_batch(next);
-    }
+    if (have_next) load_batch(nxt, next);
   }
   for (; k < k_end; k += kStep) {  // steps short of a whole batch
     uint4 w[MT][2][kMats];

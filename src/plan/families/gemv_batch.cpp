@@ -50,8 +50,8 @@ class GemvBatchFamily final : public TypedFamily<MatmulMatch, GemvBatchConfig> {
   // bench/results/2026-11-28-h200/session10/gemv-batch-chain/): at 16 tokens, x's L2 round trip at the
   // start of each batch was exposed; loading it into registers with the batch before took the QKV
   // from 7.7 to 6.7 us and down_proj from 13.0 to 10.8 us (512 threads, split 16), gate/up unchanged.
-  // (Prefetching it into L1 instead, X_AHEAD 1, helped only at one token, where decode_batch rarely
-  // runs: a lone sequence decodes through the decode step. It is not in the space.) Every pair of
+  // (Prefetching it into L1 instead helped only at one token, where decode_batch rarely runs: a lone
+  // sequence decodes through the decode step. It was removed.) Every pair of
   // token tiles and x mode is a form of its own, so a capped space measures each: 8 tokens a block row
   // win the 5-8 bucket (the QKV's 5.6 us against 7.5 at 16 a block row), 16 the 9-16 one.
   std::vector<Choice> param_space(const MatmulMatch& m, const DeviceProfile& device) const override {

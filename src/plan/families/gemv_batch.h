@@ -16,7 +16,7 @@ struct GemvBatchSchedule {
   int64_t unroll = 1;        // 32-element steps of K in flight
   int64_t split = 1;         // warps that share rows, each over a slice of K
   int64_t x_ahead = 0;       // X_AHEAD: 2 loads x of the next batch of steps into registers with the batch
-                             // before; 0 requests it as its batch starts (1, an L1 prefetch, is not planned)
+                             // before; 0 requests it as its batch starts (the kernel takes any nonzero as 2)
 };
 
 struct GemvBatchConfig final : FamilyConfig {
