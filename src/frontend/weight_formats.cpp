@@ -253,12 +253,15 @@ std::string quantize_spec_text(DType format) {
   const ir::QuantLayout layout = ir::quant_layout(format);
   const std::string scale = layout.scale == DType::kBF16 ? ":bf16" : "";
   if (layout.kind == ir::QuantLayout::Kind::kInt8Channel) return "int8" + scale;
+  if (layout.kind == ir::QuantLayout::Kind::kInt8Group) return "int8:g" + std::to_string(layout.group);  // GGUF Q8_0's values
+  if (layout.offsets) return "int4:g" + std::to_string(layout.group) + ":offsets";                      // GGUF Q4_1's
   return "int4:g" + std::to_string(layout.group) + (layout.zero_points ? ":zp" : "") + scale;
 }
 
 bool gpu_reads_natively(DType format) {
   const ir::QuantLayout::Kind kind = ir::quant_layout(format).kind;
-  return kind == ir::QuantLayout::Kind::kInt8Channel || kind == ir::QuantLayout::Kind::kInt4Group;
+  return kind == ir::QuantLayout::Kind::kInt8Channel || kind == ir::QuantLayout::Kind::kInt8Group ||
+         kind == ir::QuantLayout::Kind::kInt4Group;
 }
 
 Expected<WeightFormatOptions> weight_format_options(const std::string& quantize, bool dequantize, bool gpu, const std::string& quantize_head) {
@@ -295,8 +298,15 @@ Status apply_weight_formats(ir::Module& module, const std::map<std::string, DTyp
     DType format = param.type.dtype;
     if (const auto kept = stored.find(param.name); kept != stored.end() && !options.quantize) {
       if (!only_reads(how, {{ir::OpKind::kLinear, 1}, {ir::OpKind::kEmbedding, 0}})) continue;  // dequantized at load
-      if (options.gpu && !gpu_reads_natively(kept->second)) continue;                         // no GPU kernel reads it yet
       format = kept->second;
+      if (options.gpu && !gpu_reads_natively(format)) {
+        // Q8_0 / Q4_0 / Q4_1 matrices that only linears read run as the row format holding their values
+        // (read_packed transcodes the blocks); tables read by an embedding, and the K-quants, are
+        // dequantized at load: no GPU kernel reads them yet.
+        const std::optional<DType> row_format = ir::ggml_row_format(format);
+        if (!row_format || !only_reads(how, {{ir::OpKind::kLinear, 1}})) continue;
+        format = *row_format;
+      }
     } else if (options.quantize) {
       if (!only_reads(how, {{ir::OpKind::kLinear, 1}}) || how.output_projection) continue;
       format = *options.quantize;
@@ -333,6 +343,24 @@ Status read_packed(const WeightStore& store, const std::string& name, DType form
   }
   if (ir::quant_layout(format).kind == ir::QuantLayout::Kind::kGgml)
     return error(ErrorCode::kMismatch, at + ": the file stores it as " + std::string(ir::dtype_name(info->dtype)));
+  if (ir::ggml_row_format(info->dtype) == format) {
+    // GGUF blocks into the row format that holds their values: the same values, bit for bit.
+    std::vector<uint8_t> blocks;
+    AC_TRY(store.read_stored(name, info->dtype, blocks));
+    ir::TensorType stored_type = type;
+    stored_type.dtype = info->dtype;
+    if (blocks.size() != ir::tensor_bytes(stored_type))
+      return error(ErrorCode::kMismatch, at + ": the file holds " + std::to_string(blocks.size()) + " bytes of " +
+                                             std::string(ir::dtype_name(info->dtype)) + ", its shape needs " +
+                                             std::to_string(ir::tensor_bytes(stored_type)));
+    out.assign(ir::tensor_bytes(type), 0);
+    if (error_out) *error_out = {};
+    return ir::transcode_ggml_rows(info->dtype, blocks.data(), info->shape[0], info->shape[1], out.data()).with_context(at);
+  }
+  if (ir::quant_layout(format).kind == ir::QuantLayout::Kind::kInt8Group || ir::quant_layout(format).offsets)
+    return error(ErrorCode::kInvalidArgument, at + ": " + std::string(ir::dtype_name(format)) + " holds GGUF " +
+                                                  (format == DType::kI8G32_F16 ? "Q8_0" : "Q4_1") + " blocks only; the file stores " +
+                                                  std::string(ir::dtype_name(info->dtype)));
   std::vector<float> values;
   AC_TRY(store.read_f32(name, values));
   const int64_t rows = info->shape[0], K = info->shape[1];

@@ -44,6 +44,8 @@ constexpr DTypeInfo kInfos[] = {
     {DType::kI4G64Z_BF16, "i4g64z_bf16", 0, 64, true},
     {DType::kI4G128Z_F16, "i4g128z_f16", 0, 128, true},
     {DType::kI4G128Z_BF16, "i4g128z_bf16", 0, 128, true},
+    {DType::kI8G32_F16, "i8g32_f16", 0, 32, true},
+    {DType::kI4G32M_F16, "i4g32m_f16", 0, 32, true},
     {DType::kBool, "bool", 1, 1, false},
 };
 

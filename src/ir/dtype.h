@@ -44,6 +44,9 @@ enum class DType : uint8_t {
   kI4G128Z_F16,
   kI4G128Z_BF16,
   kBool,
+  // After kBool so the values before it (in hashes of generated programs) stay as they were.
+  kI8G32_F16,   // GGUF Q8_0's values as a row format (ir/quant.h)
+  kI4G32M_F16,  // GGUF Q4_1's values as a row format (the last: ir/verifier.cpp checks against it)
 };
 
 // "f32", "f16", "bf16", "i32", "i64", "bool", "q8_0", ...

@@ -15,12 +15,19 @@
 //   i8_S        K int8 q_k (two's complement) | one scale s            x_k = s·q_k
 //   i4gG_S      K/2 bytes of nibbles | K/G scales s_g                  x_k = s_g·(n_k − 8)
 //   i4gGz_S     K/2 bytes of nibbles | K/G scales s_g | K/G bytes z_g  x_k = s_g·(n_k − z_g)
+//   i8g32_f16   K int8 q_k | K/32 f16 scales s_g                   x_k = s_g·q_k
+//   i4g32m_f16  K/2 bytes of nibbles | K/32 f16 scales s_g | K/32 f16 offsets m_g
+//                                                                   x_k = s_g·n_k + m_g
 // where element k's nibble n_k is the low half of byte k/2 for even k and the high half for odd k
 // (GPTQ's order within a byte), g = k / G, and each product is one f32 multiply of s (widened
-// exactly from S) by the small integer.
+// exactly from S) by the small integer (then, for i4g32m, one f32 add of m).
+// The last two hold GGUF blocks' values exactly, in the layout the GPU kernels read: Q8_0 as i8g32_f16,
+// Q4_0 as i4g32_f16 and Q4_1 as i4g32m_f16 (transcode_ggml_rows; same bytes per element as the
+// blocks). They are not formats a checkpoint is quantized to.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "agentcompile/status.h"
@@ -31,11 +38,12 @@ namespace agentcompile::ir {
 
 // What a format is made of, for code that must know its parts (kernels, reports).
 struct QuantLayout {
-  enum class Kind { kPlain, kGgml, kInt8Channel, kInt4Group } kind = Kind::kPlain;
+  enum class Kind { kPlain, kGgml, kInt8Channel, kInt8Group, kInt4Group } kind = Kind::kPlain;
   int bits = 0;             // bits per quantized element (8, 4, 5, 6 for the GGUF types)
   int64_t group = 0;        // elements per scale (per block for GGUF); 0: the whole row (i8_*)
   DType scale = DType::kF16;
   bool zero_points = false;
+  bool offsets = false;     // i4g32m: a float offset per group (x = s·n + m) in place of a zero point
 };
 QuantLayout quant_layout(DType dtype);
 
@@ -55,6 +63,15 @@ Status dequantize_rows(DType dtype, const uint8_t* src, int64_t rows, int64_t K,
 // The same for storage addressed by element count (plain types and GGUF blocks, whose rows need no
 // length: `count` a multiple of the block). The GGUF reader's entry point.
 Status dequantize(DType dtype, const uint8_t* src, int64_t count, float* dst);
+
+// The row format that holds a GGUF block type's values exactly (Q8_0 -> i8g32_f16, Q4_0 -> i4g32_f16,
+// Q4_1 -> i4g32m_f16), or nullopt for the types no row format holds (the K-quants).
+std::optional<DType> ggml_row_format(DType ggml);
+
+// Rewrites `rows` rows of K elements of GGUF blocks of type `from` (rows × K / 32 blocks at `src`) as
+// rows of ggml_row_format(from) at `dst` (rows × row_bytes bytes): the same values, bit for bit after
+// dequantization, moved into the row layout (Q4_0 / Q4_1's nibbles reordered within their block).
+Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t K, uint8_t* dst);
 
 // How far a quantized tensor lies from the values it was made from.
 struct QuantError {

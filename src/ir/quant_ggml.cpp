@@ -148,7 +148,7 @@ void dequant_q6_k(const uint8_t* src, int64_t blocks, float* dst) {
 
 Status dequantize(DType type, const uint8_t* src, int64_t count, float* dst) {
   const QuantLayout::Kind kind = quant_layout(type).kind;
-  if (kind == QuantLayout::Kind::kInt8Channel || kind == QuantLayout::Kind::kInt4Group)
+  if (kind == QuantLayout::Kind::kInt8Channel || kind == QuantLayout::Kind::kInt8Group || kind == QuantLayout::Kind::kInt4Group)
     return error(ErrorCode::kInvalidArgument, "dequantize: " + std::string(dtype_name(type)) +
                                                   " stores rows with their scales; dequantize_rows takes the row length");
   const auto block = static_cast<int64_t>(block_elements(type));

@@ -28,7 +28,8 @@ constexpr int64_t kRowAlignment = 16;
 int64_t align_row(int64_t bytes) { return (bytes + kRowAlignment - 1) / kRowAlignment * kRowAlignment; }
 
 bool is_row_format(const QuantLayout& layout) {
-  return layout.kind == QuantLayout::Kind::kInt8Channel || layout.kind == QuantLayout::Kind::kInt4Group;
+  return layout.kind == QuantLayout::Kind::kInt8Channel || layout.kind == QuantLayout::Kind::kInt8Group ||
+         layout.kind == QuantLayout::Kind::kInt4Group;
 }
 
 float load_scale(DType scale, const uint8_t* p) {
@@ -39,20 +40,21 @@ float load_scale(DType scale, const uint8_t* p) {
 
 uint16_t scale_bits(DType scale, float value) { return scale == DType::kF16 ? float_to_half(value) : float_to_bf16(value); }
 
-// Where the parts of a row lie: nibbles or int8 values from 0, the scales, the zero points.
+// Where the parts of a row lie: nibbles or int8 values from 0, the scales, the zero points or offsets.
 struct RowParts {
   int64_t groups = 1;
   int64_t scales_at = 0;
-  int64_t zeros_at = 0;
+  int64_t zeros_at = 0;  // the zero points (i4gGz) or the f16 offsets (i4g32m)
   int64_t bytes = 0;
 };
 
 RowParts row_parts(const QuantLayout& layout, int64_t K) {
   RowParts parts;
+  const bool int8 = layout.kind == QuantLayout::Kind::kInt8Channel || layout.kind == QuantLayout::Kind::kInt8Group;
   parts.groups = layout.kind == QuantLayout::Kind::kInt8Channel ? 1 : K / layout.group;
-  parts.scales_at = layout.kind == QuantLayout::Kind::kInt8Channel ? K : K / 2;
+  parts.scales_at = int8 ? K : K / 2;
   parts.zeros_at = parts.scales_at + 2 * parts.groups;
-  parts.bytes = align_row(parts.zeros_at + (layout.zero_points ? parts.groups : 0));
+  parts.bytes = align_row(parts.zeros_at + (layout.zero_points ? parts.groups : layout.offsets ? 2 * parts.groups : 0));
   return parts;
 }
 
@@ -65,6 +67,18 @@ void dequantize_row(const QuantLayout& layout, const RowParts& parts, const uint
   const int64_t group = layout.group;
   for (int64_t g = 0; g < parts.groups; ++g) {
     const float s = load_scale(layout.scale, row + parts.scales_at + 2 * g);
+    if (layout.kind == QuantLayout::Kind::kInt8Group) {
+      for (int64_t k = g * group; k < (g + 1) * group; ++k) out[k] = s * static_cast<float>(static_cast<int8_t>(row[k]));
+      continue;
+    }
+    if (layout.offsets) {
+      const float m = load_scale(layout.scale, row + parts.zeros_at + 2 * g);
+      for (int64_t k = g * group; k < (g + 1) * group; ++k) {
+        const float product = s * static_cast<float>((row[k / 2] >> (4 * (k % 2))) & 0x0f);
+        out[k] = product + m;
+      }
+      continue;
+    }
     const int zero = layout.zero_points ? row[parts.zeros_at + g] : 8;
     for (int64_t k = g * group; k < (g + 1) * group; ++k) {
       const int nibble = (row[k / 2] >> (4 * (k % 2))) & 0x0f;
@@ -213,6 +227,8 @@ QuantLayout quant_layout(DType dtype) {
     case DType::kI4G64Z_BF16: return {K::kInt4Group, 4, 64, DType::kBF16, true};
     case DType::kI4G128Z_F16: return {K::kInt4Group, 4, 128, DType::kF16, true};
     case DType::kI4G128Z_BF16: return {K::kInt4Group, 4, 128, DType::kBF16, true};
+    case DType::kI8G32_F16: return {K::kInt8Group, 8, 32, DType::kF16, false};
+    case DType::kI4G32M_F16: return {K::kInt4Group, 4, 32, DType::kF16, false, true};
     default: return {};
   }
 }
@@ -227,6 +243,7 @@ std::string row_length_problem(DType dtype, int64_t K) {
       if (K % layout.group == 0) return "";
       return "rows of " + std::to_string(K) + " elements are not a whole number of " + std::to_string(layout.group) + "-element " +
              std::string(dtype_name(dtype)) + " blocks";
+    case QuantLayout::Kind::kInt8Group:
     case QuantLayout::Kind::kInt4Group:
       if (K % layout.group == 0) return "";
       return "rows of " + std::to_string(K) + " elements are not a whole number of " + std::to_string(layout.group) + "-element groups";
@@ -264,8 +281,8 @@ Status dequantize_rows(DType dtype, const uint8_t* src, int64_t rows, int64_t K,
 Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uint8_t* dst, QuantError* error_out) {
   const QuantLayout layout = quant_layout(dtype);
   const std::string name(dtype_name(dtype));
-  if (!is_row_format(layout))
-    return error(ErrorCode::kUnsupported, "quantize: " + name + " is not a format weights are quantized to (i8_*, i4*)");
+  if (!is_row_format(layout) || dtype == DType::kI8G32_F16 || dtype == DType::kI4G32M_F16)
+    return error(ErrorCode::kUnsupported, "quantize: " + name + " is not a format weights are quantized to (i8_*, i4gG*)");
   if (std::string problem = row_length_problem(dtype, K); !problem.empty())
     return error(ErrorCode::kInvalidArgument, "quantize " + name + ": " + problem);
   const RowParts parts = row_parts(layout, K);
@@ -313,6 +330,46 @@ Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uin
   }
   if (failed) return failed->status;
   if (error_out) *error_out = QuantError{max_abs, sum_sq > 0 ? std::sqrt(err_sq / sum_sq) : 0.0};
+  return Status::ok();
+}
+
+std::optional<DType> ggml_row_format(DType ggml) {
+  switch (ggml) {
+    case DType::kQ8_0: return DType::kI8G32_F16;
+    case DType::kQ4_0: return DType::kI4G32_F16;
+    case DType::kQ4_1: return DType::kI4G32M_F16;
+    default: return std::nullopt;
+  }
+}
+
+Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t K, uint8_t* dst) {
+  const std::optional<DType> to = ggml_row_format(from);
+  if (!to) return error(ErrorCode::kUnsupported, "transcode: no row format holds " + std::string(dtype_name(from)) + " blocks");
+  if (std::string problem = row_length_problem(from, K); !problem.empty())
+    return error(ErrorCode::kInvalidArgument, "transcode " + std::string(dtype_name(from)) + ": " + problem);
+  const RowParts parts = row_parts(quant_layout(*to), K);
+  const int64_t blocks = K / 32, block_bytes = static_cast<int64_t>(dtype_size(from));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* in = src + r * blocks * block_bytes;
+    uint8_t* row = dst + r * parts.bytes;
+    std::memset(row, 0, static_cast<size_t>(parts.bytes));
+    for (int64_t b = 0; b < blocks; ++b, in += block_bytes) {
+      std::memcpy(row + parts.scales_at + 2 * b, in, 2);  // d, f16 in both
+      if (from == DType::kQ8_0) {
+        std::memcpy(row + 32 * b, in + 2, 32);
+        continue;
+      }
+      if (from == DType::kQ4_1) std::memcpy(row + parts.zeros_at + 2 * b, in + 2, 2);  // m
+      // The block's element i < 16 is the low nibble of byte i, element i + 16 its high nibble; the
+      // row's element k is the low (even k) or high (odd k) nibble of byte k / 2.
+      const uint8_t* qs = in + (from == DType::kQ4_1 ? 4 : 2);
+      uint8_t* nibbles = row + 16 * b;
+      for (int i = 0; i < 32; ++i) {
+        const int n = i < 16 ? qs[i] & 0x0f : qs[i - 16] >> 4;
+        nibbles[i / 2] |= static_cast<uint8_t>(n << (4 * (i % 2)));
+      }
+    }
+  }
   return Status::ok();
 }
 

@@ -28,7 +28,7 @@ Status invalid(const std::string& message) { return error(ErrorCode::kInvalidArg
 // A type a value may carry: a plain dtype (or, where `allow_quantized`, a weight format), dims that
 // are T, L or a non-negative size.
 std::string type_problem(const TensorType& type, bool allow_symbols, bool allow_quantized = false) {
-  if (static_cast<size_t>(type.dtype) > static_cast<size_t>(DType::kBool)) return "has an unknown dtype";
+  if (static_cast<size_t>(type.dtype) > static_cast<size_t>(DType::kI4G32M_F16)) return "has an unknown dtype";  // the last
   if (is_quantized(type.dtype) && !allow_quantized)
     return "has dtype " + std::string(dtype_name(type.dtype)) + ", a weight format: only parameters and their weight nodes carry one";
   for (const Dim& dim : type.shape) {

@@ -6,8 +6,10 @@
 // Layout (ir/quant.h, dequant.cuh): row n starts at n * ROW_BYTES (a multiple of 16, so every 16-byte
 // load is aligned); the format codes and scale loads are dequant.cuh's.
 // Arithmetic: int4 sums (n − z)·x over the 32 elements of a load in f32 and adds s_g times that sum
-// (a load never straddles a group: G is a multiple of 32); int8 sums q·x over the row and multiplies
-// by s once at the end. Both differ from the reference's (s·q)·x only in f32 rounding.
+// (a load never straddles a group: G is a multiple of 32); int8 per channel sums q·x over the row and
+// multiplies by s once at the end, int8 in groups adds s_g times each load's sum; int4 with offsets
+// (x = s·n + m) adds s_g·Σn·x + m_g·Σx, Σx the load's 32 values of x summed once for all its rows. All
+// differ from the reference's (s·q)·x only in f32 rounding.
 //
 // One token per blockIdx.y (decode launches one; a prefill launches T, re-reading the weights per
 // token: the fallback until a dequantizing GEMM exists). Everything else is the f16 GEMV's
@@ -46,7 +48,7 @@ template <typename T, int FORMAT>
 __device__ __forceinline__ float qgemv_chunk_dot(uint4 q, const T* x, float zero) {
   const unsigned int words[4] = {q.x, q.y, q.z, q.w};
   float sum = 0.f;
-  if constexpr (FORMAT == kQInt8) {
+  if constexpr (kQInt8Bytes<FORMAT>) {
     // A signed byte b, its sign bit flipped, is b + 128 as an unsigned byte.
     constexpr float kOffset = 8388608.f + 128.f;
 #pragma unroll
@@ -77,11 +79,26 @@ __device__ __forceinline__ float qgemv_chunk_dot(uint4 q, const T* x, float zero
   return sum;
 }
 
-// One lane's 16-byte chunk of a row, with its group's scale and zero point (int4) as loaded.
+// The sum of the 32 values of x at `x` (shared memory), for the offset format's m·Σx.
+template <typename T>
+__device__ __forceinline__ float qgemv_x_sum(const T* x) {
+  float sum = 0.f;
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    float xf[8];
+    unpack8<T>(*reinterpret_cast<const uint4*>(x + h * 8), xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum += xf[e];
+  }
+  return sum;
+}
+
+// One lane's 16-byte chunk of a row, with its group's scale and zero point or offset (int4) as loaded.
 struct QGemvLoad {
   uint4 q;
   unsigned short scale;
   unsigned char zero;
+  unsigned short offset;
 };
 
 template <typename T, typename OutT, typename S, int FORMAT, int G, int ROW_BYTES, int THREADS, int ROWS, int UNROLL, int SPLIT,
@@ -91,7 +108,7 @@ __device__ __forceinline__ void qgemv(const QGemvParams<T, OutT, W>& qp) {
   constexpr int kWarps = THREADS / 32;
   constexpr int kRowWarps = kWarps / SPLIT;
   constexpr int kMats = EPILOGUE == kGemvGateUp ? 2 : 1;
-  constexpr int kBytesPerElemX2 = FORMAT == kQInt8 ? 2 : 1;  // quantized bytes per element, times two
+  constexpr int kBytesPerElemX2 = kQInt8Bytes<FORMAT> ? 2 : 1;  // quantized bytes per element, times two
   __shared__ __align__(16) T xs[KMAX];
   __shared__ float partial[SPLIT > 1 ? kWarps * ROWS * kMats : 1];
 
@@ -143,9 +160,12 @@ __device__ __forceinline__ void qgemv(const QGemvParams<T, OutT, W>& qp) {
     QGemvLoad l;
     l.q = load_stream16(row + at * kBytesPerElemX2 / 2);
     l.scale = 0;
-    l.zero = 8;
-    if constexpr (FORMAT != kQInt8) l.scale = qgemv_scale_bits(row + K / 2 + (at / G) * 2);
+    l.zero = FORMAT == kQInt4Offset ? 0 : 8;
+    l.offset = 0;
+    if constexpr (FORMAT == kQInt8Group) l.scale = qgemv_scale_bits(row + K + (at / G) * 2);
+    if constexpr (!kQInt8Bytes<FORMAT>) l.scale = qgemv_scale_bits(row + K / 2 + (at / G) * 2);
     if constexpr (FORMAT == kQInt4Zp) l.zero = row[K / 2 + (K / G) * 2 + at / G];
+    if constexpr (FORMAT == kQInt4Offset) l.offset = qgemv_scale_bits(row + K / 2 + (K / G) * 2 + (at / G) * 2);
     return l;
   };
 
@@ -203,14 +223,17 @@ __device__ __forceinline__ void qgemv(const QGemvParams<T, OutT, W>& qp) {
 
   gemv_stage_x<T, OutT, W, THREADS, KMAX, PROLOGUE>(p, norm_weights, post_weights, xs);
 
-  // acc += (scale of the chunk's group) * dot(chunk, x); int8's scale comes at the end.
+  // acc += (scale of the chunk's group) * dot(chunk, x) (+ offset * Σx); int8 per channel's scale comes at the end.
   auto accumulate = [&](const QGemvLoad (&l)[ROWS][kMats], int at) {
+    const float x_sum = FORMAT == kQInt4Offset ? qgemv_x_sum<T>(xs + at) : 0.f;
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
 #pragma unroll
       for (int m = 0; m < kMats; ++m) {
         const float dot = qgemv_chunk_dot<T, FORMAT>(l[r][m].q, xs + at, qgemv_small_uint(l[r][m].zero, 8388608.f));
         if constexpr (FORMAT == kQInt8) acc[r][m] += dot;
+        else if constexpr (FORMAT == kQInt4Offset)
+          acc[r][m] = fmaf(qgemv_scale_value<S>(l[r][m].scale), dot, fmaf(qgemv_scale_value<S>(l[r][m].offset), x_sum, acc[r][m]));
         else acc[r][m] = fmaf(qgemv_scale_value<S>(l[r][m].scale), dot, acc[r][m]);
       }
   };

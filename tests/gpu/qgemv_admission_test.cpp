@@ -135,6 +135,35 @@ TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
       }
 }
 
+// GGUF Q8_0's and Q4_1's values as row formats (int8 with a scale per 32, int4 with a scale and an
+// offset per 32; scalar kernel): every epilogue and the RMSNorm prologue, at 1 and T = 7 tokens, and a
+// grid of N and K, against the interpreter.
+TEST(QGemvAdmission, GgufRowFormatsValidate) {
+  AC_REQUIRE_GPU();
+  using testing::QGemvCase;
+  for (const char* w : {"i8g32_f16", "i4g32m_f16"}) {
+    for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kGateUp, QGemvCase::kMulti, QGemvCase::kNorm})
+      for (const std::string rows : {"1", "T"}) {
+        if (c == QGemvCase::kNorm && rows != "1") continue;  // the prologue is matched for one token
+        auto module = ir::parse_module(testing::qgemv_case_module(c, w, 200, 1024, rows), "qgemv case");
+        ASSERT_TRUE(module.has_value()) << module.status().to_string();
+        const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " rows " + rows;
+        const Checked checked = admit_qgemv(*module, "decode", rows == "T" ? 7 : 1, *gpu, label, 8);
+        EXPECT_EQ(checked.regions, 1) << label;
+        EXPECT_GT(checked.candidates, 0) << label;
+        EXPECT_EQ(checked.validated, checked.candidates) << label;
+      }
+    for (const auto& [N, K] : {std::pair<int, int>{8, 256}, {1000, 1024}, {3, 96}, {576, 1536}}) {
+      auto module = ir::parse_module(testing::qgemv_case_module(QGemvCase::kResidual, w, N, K, "1"), "qgemv grid");
+      ASSERT_TRUE(module.has_value()) << module.status().to_string();
+      const std::string label = std::string(w) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+      const Checked checked = admit_qgemv(*module, "decode", 1, *gpu, label, 8);
+      EXPECT_EQ(checked.regions, 1) << label;
+      EXPECT_EQ(checked.validated, checked.candidates) << label;
+    }
+  }
+}
+
 // K that is not a multiple of the 128-element slab (the last slab's lanes past K load nothing), and
 // N that is not a multiple of the 8-row tile; every tensor-core candidate.
 TEST(QGemvAdmission, TensorCoreOddShapesValidate) {

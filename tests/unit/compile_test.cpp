@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include "command_runner.h"
 
@@ -109,6 +110,28 @@ TEST(Compile, PresetsWithoutGpuPlanAndCompileEveryCandidate) {
     EXPECT_EQ(meta["regions"].size(), 16u) << preset;
     EXPECT_EQ(candidates, 128u) << preset;
     EXPECT_EQ(compiled, generated) << preset;
+  }
+}
+
+// A GGUF file whose Q8_0 linears run as i8g32_f16 rows on the GPU path, and a quantized tiny llama: two
+// regions of one shape (o_proj with its bias, down_proj without) compile to kernels of distinct names
+// (they once shared one name with different sources, an internal error at emit).
+TEST(Compile, GgufRowFormatsAndBiasedTwinsCompileForAGpuProfile) {
+  const fs::path work = fs::path(AC_BINARY_DIR) / "compile-gguf-test";
+  fs::remove_all(work);
+  const std::string fixtures = std::string(AC_SOURCE_DIR) + "/tests/fixtures/gguf/";
+  for (const auto& [model, flags] : {std::pair<std::string, std::string>{"tiny_llama_q8_0.gguf", ""}, {"tiny_llama.gguf", " --quantize int8"}}) {
+    const std::string out = (work / model).string();
+    std::string output;
+    ASSERT_EQ(run(std::string(AC_CLI) + " compile " + fixtures + model + " -o " + out + " --device-profile h200 --cache-dir " +
+                      (work / "cache").string() + flags,
+                  &output),
+              0)
+        << output;
+    std::ifstream in(fs::path(out) / "metadata.json");
+    const std::string meta((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(meta.find(flags.empty() ? "i8g32_f16" : "i8_f16"), std::string::npos) << model;
+    EXPECT_NE(meta.find("_bias_"), std::string::npos) << model;
   }
 }
 

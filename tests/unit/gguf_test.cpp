@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -145,6 +147,47 @@ TEST(GgufDequant, MatchesGgufPyBitForBit) {
   std::vector<float> out(32);
   EXPECT_EQ(ir::dequantize(ir::DType::kQ4_K, nullptr, 32, out.data()).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(ir::dequantize(ir::DType::kI32, nullptr, 0, out.data()).code(), ErrorCode::kUnsupported);
+}
+
+// Q8_0, Q4_0 and Q4_1 blocks rewritten as the row formats the GPU kernels read hold the same values:
+// the rows dequantize to gguf-py's values bit for bit, in the blocks' own bytes per element.
+TEST(GgufTranscode, RowFormatsHoldTheBlocksValuesBitForBit) {
+  auto file = GgufModelFile::open(kFixtures + "quant_types.gguf");
+  ASSERT_TRUE(file) << file.status().to_string();
+  const std::vector<std::tuple<std::string, ir::DType, ir::DType>> cases = {
+      {"q8_0", ir::DType::kQ8_0, ir::DType::kI8G32_F16},
+      {"q4_0", ir::DType::kQ4_0, ir::DType::kI4G32_F16},
+      {"q4_1", ir::DType::kQ4_1, ir::DType::kI4G32M_F16}};
+  for (const auto& [name, from, to] : cases) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(ir::ggml_row_format(from), to);
+    const GgufTensorInfo* tensor = (*file)->gguf().find_tensor(name);
+    ASSERT_NE(tensor, nullptr);
+    const auto expected = read_f32_file(kFixtures + "quant_types." + name + ".f32");
+    // Rows of 64 elements (two blocks), and of the whole tensor.
+    for (const int64_t K : {int64_t{64}, tensor->elements}) {
+      ASSERT_EQ(tensor->elements % K, 0);
+      const int64_t rows = tensor->elements / K;
+      std::vector<uint8_t> transcoded(static_cast<size_t>(rows * ir::row_bytes(to, K)));
+      ASSERT_TRUE(ir::transcode_ggml_rows(from, (*file)->bytes(*tensor), rows, K, transcoded.data()).is_ok());
+      std::vector<float> got(expected.size());
+      ASSERT_TRUE(ir::dequantize_rows(to, transcoded.data(), rows, K, got.data()).is_ok());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(bits(got[i]), bits(expected[i])) << "K " << K << " element " << i << ": " << got[i] << " vs " << expected[i];
+    }
+  }
+  // The same bytes per element as the blocks: Q8_0 34 and Q4_1 20 bytes per 32.
+  EXPECT_EQ(ir::row_bytes(ir::DType::kI8G32_F16, 2048), 2048 / 32 * 34);
+  EXPECT_EQ(ir::row_bytes(ir::DType::kI4G32M_F16, 2048), 2048 / 32 * 20);
+  EXPECT_EQ(ir::row_bytes(ir::DType::kI4G32_F16, 2048), 2048 / 32 * 18);
+  EXPECT_EQ(ir::ggml_row_format(ir::DType::kQ4_K), std::nullopt);
+  std::vector<uint8_t> out(4096);
+  EXPECT_EQ(ir::transcode_ggml_rows(ir::DType::kQ6_K, out.data(), 1, 256, out.data()).code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(ir::transcode_ggml_rows(ir::DType::kQ8_0, out.data(), 1, 48, out.data()).code(), ErrorCode::kInvalidArgument);
+  // Formats that hold GGUF blocks' values only are not formats a checkpoint is quantized to.
+  std::vector<float> x(64, 0.5f);
+  EXPECT_EQ(ir::quantize_rows(ir::DType::kI8G32_F16, x.data(), 1, 64, out.data()).code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(ir::quantize_rows(ir::DType::kI4G32M_F16, x.data(), 1, 64, out.data()).code(), ErrorCode::kUnsupported);
 }
 
 TEST(GgufParse, MetadataOfEveryType) {

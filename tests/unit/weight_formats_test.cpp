@@ -85,20 +85,27 @@ TEST(GgufNative, BlocksStayInTheirFormats) {
   for (const ir::ParamDecl& p : plain_module->params) EXPECT_EQ(p.type.dtype, DType::kF16) << p.name;
 }
 
-// On the GPU path GGUF blocks stay dequantized until a kernel family reads them (gpu_reads_natively):
-// the module is today's f16 one; the row formats are read natively.
-TEST(GgufNative, TheGpuPathDequantizesBlocksNoKernelReadsYet) {
+// On the GPU path, Q8_0 / Q4_0 / Q4_1 matrices that only linears read run as the row format holding
+// their values (i8g32_f16 here, read by the qgemv family); a table an embedding reads, and the
+// K-quants, are dequantized at load (no GPU kernel reads them). The row formats are read as they are.
+TEST(GgufNative, TheGpuPathRunsQ8_0LinearsAsRowsAndDequantizesTheTable) {
   auto gpu = weight_format_options("", false, /*gpu=*/true);
   ASSERT_TRUE(gpu.has_value());
   auto source = open_model(kFixtures + "gguf/tiny_llama_q8_0.gguf", false, *gpu);
   ASSERT_TRUE(source) << source.status().to_string();
   auto module = source_module(*source);
   ASSERT_TRUE(module) << module.status().to_string();
-  for (const ir::ParamDecl& p : module->params) EXPECT_EQ(p.type.dtype, DType::kF16) << p.name;
+  ASSERT_TRUE(ir::verify_module(*module).is_ok()) << ir::verify_module(*module).to_string();
+  EXPECT_EQ(param(*module, "model.layers.0.self_attn.q_proj.weight").type.dtype, DType::kI8G32_F16);
+  EXPECT_EQ(param(*module, "model.layers.0.mlp.down_proj.weight").type.dtype, DType::kI8G32_F16);
+  EXPECT_EQ(param(*module, "model.embed_tokens.weight").type.dtype, DType::kF16);
+  EXPECT_EQ(param(*module, "model.norm.weight").type.dtype, DType::kF16);
   EXPECT_FALSE(gpu_reads_natively(DType::kQ8_0));
   EXPECT_FALSE(gpu_reads_natively(DType::kQ4_K));
   EXPECT_TRUE(gpu_reads_natively(DType::kI8_BF16));
   EXPECT_TRUE(gpu_reads_natively(DType::kI4G64Z_F16));
+  EXPECT_TRUE(gpu_reads_natively(DType::kI8G32_F16));
+  EXPECT_TRUE(gpu_reads_natively(DType::kI4G32M_F16));
   // --dequantize --quantize: a GGUF file's blocks dequantized, then its linear weights quantized again.
   auto requantize = weight_format_options("int8", true, true);
   ASSERT_TRUE(requantize.has_value()) << requantize.status().to_string();
@@ -141,6 +148,17 @@ TEST(GgufNative, InterpreterAgreesWithTheDequantizedPathBitForBit) {
   ASSERT_EQ(a.size(), b.size());
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  // The GPU path's module: its linears' blocks transcoded to i8g32_f16, the same values again.
+  auto gpu_options = weight_format_options("", false, /*gpu=*/true);
+  ASSERT_TRUE(gpu_options.has_value());
+  auto gpu = open_model(kFixtures + "gguf/tiny_llama_q8_0.gguf", true, *gpu_options);
+  ASSERT_TRUE(gpu) << gpu.status().to_string();
+  auto gpu_module = source_module(*gpu, all);
+  ASSERT_TRUE(gpu_module) << gpu_module.status().to_string();
+  EXPECT_EQ(param(*gpu_module, "model.layers.0.self_attn.k_proj.weight").type.dtype, DType::kI8G32_F16);
+  const std::vector<float> c = run_prefill(*gpu, *gpu_module, prompt);
+  ASSERT_EQ(c.size(), a.size());
+  EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
 }
 
 TEST(HfQuantize, LinearWeightsTakeTheFormatButNotTheLogitsProjection) {

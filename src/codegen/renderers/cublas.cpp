@@ -11,6 +11,7 @@
 #include "codegen/renderers/row_program_code.h"
 #include "ir/quant.h"
 #include "plan/families/cublas.h"
+#include "plan/families/qgemv.h"
 
 namespace agentcompile::codegen {
 
@@ -56,7 +57,7 @@ void render_dequantize(const plan::CublasMatch& c, const plan::Launch& launch, s
   const plan::MatmulMatch& m = *c.fixed();
   const ir::QuantLayout layout = ir::quant_layout(m.w_dtype);
   const std::string T = cuda_type(m.dtype);
-  const char* format = layout.kind == ir::QuantLayout::Kind::kInt8Channel ? "ac::kQInt8" : layout.zero_points ? "ac::kQInt4Zp" : "ac::kQInt4";
+  const char* format = plan::qgemv_format_code(m.w_dtype);
   src << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_x << ") " << launch.kernel << "(const ac::RegionArgs a) {\n"
       << "  ac::DequantizeParams<" << template_args({{"T", T}}) << "> p;\n"
       << "  p.w = " << slot_pointer(m.segments[segment].w, "unsigned char", true) << ";  // " << ir::dtype_name(m.w_dtype) << " rows\n"

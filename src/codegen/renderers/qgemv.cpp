@@ -20,7 +20,7 @@ std::string render_qgemv(const plan::QGemvConfig& config, const std::vector<plan
   const std::string T = cuda_type(m.dtype), O = cuda_type(m.out_dtype), S = cuda_type(layout.scale);
   const std::string name = launches.front().kernel;
   const bool gate_up = m.epilogue == plan::MatmulEpilogue::kGateUp;
-  const char* format = layout.kind == ir::QuantLayout::Kind::kInt8Channel ? "ac::kQInt8" : layout.zero_points ? "ac::kQInt4Zp" : "ac::kQInt4";
+  const char* format = plan::qgemv_format_code(m.w_dtype);
   const char* prologue = m.residual_norm ? (m.residual_norm->post_norm() ? "ac::kGemvResidualNorm" : "ac::kGemvAddNorm")
                         : m.norm            ? "ac::kGemvNorm"
                                             : "ac::kGemvNoNorm";

@@ -142,8 +142,10 @@ class CublasFamily final : public TypedFamily<CublasMatch, CublasConfig> {
       }
       Launch dequant;
       dequant.kernel = base + "_dequant" + std::to_string(s);
+      // One 16-byte chunk (16 int8 or 32 int4 elements) a thread, over the whole matrix (dequant.cuh).
+      const int64_t chunks = m.segments[s].rows * (m.K / (ir::quant_layout(m.w_dtype).bits == 8 ? 16 : 32));
       dequant.block_x = kCublasDequantThreads;
-      dequant.grid_x = Extent{0, m.segments[s].rows, 1};
+      dequant.grid_x = Extent{0, (chunks + kCublasDequantThreads - 1) / kCublasDequantThreads, 1};
       out.push_back(dequant);
       weights.push_back("workspace:" + std::to_string(cublas_per_token_bytes(m)) + "+" + std::to_string(cublas_dequantized_offset(m, s)));
     }

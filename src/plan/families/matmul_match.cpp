@@ -1,6 +1,8 @@
 // Matching matmul regions and their epilogues (see matmul_match.h).
 #include "plan/families/matmul_match.h"
 
+#include <algorithm>
+
 #include <bit>
 #include <cstdint>
 #include <map>
@@ -266,6 +268,9 @@ std::string matmul_epilogue_tag(const MatmulMatch& match) {
     case GateActivation::kGeluErf: tag += "_gelu"; break;
   }
   if (match.norm_f32) tag += "_wf32";
+  // Biases change the generated source (a bias pointer or none): two regions of one shape, one with a
+  // bias (tiny llama's o_proj) and one without (its down_proj), must not share a kernel name.
+  if (std::any_of(match.segments.begin(), match.segments.end(), [](const MatmulSegment& s) { return !s.b.empty(); })) tag += "_bias";
   return tag;
 }
 

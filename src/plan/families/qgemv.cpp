@@ -140,12 +140,23 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
 bool qgemv_reads(ir::DType w_dtype) {
   if (!ir::is_quantized(w_dtype)) return false;
   const ir::QuantLayout layout = ir::quant_layout(w_dtype);
-  return layout.kind == ir::QuantLayout::Kind::kInt8Channel || layout.kind == ir::QuantLayout::Kind::kInt4Group;
+  return layout.kind == ir::QuantLayout::Kind::kInt8Channel || layout.kind == ir::QuantLayout::Kind::kInt8Group ||
+         layout.kind == ir::QuantLayout::Kind::kInt4Group;
 }
 
 bool qgemv_mma_reads(const MatmulMatch& match) {
   if (!ir::is_quantized(match.w_dtype) || match.dtype != ir::DType::kF16) return false;
-  return ir::quant_layout(match.w_dtype).kind == ir::QuantLayout::Kind::kInt4Group;
+  const ir::QuantLayout layout = ir::quant_layout(match.w_dtype);
+  return layout.kind == ir::QuantLayout::Kind::kInt4Group && !layout.offsets;  // the mma kernel has no m·Σx term
+}
+
+const char* qgemv_format_code(ir::DType w_dtype) {
+  const ir::QuantLayout layout = ir::quant_layout(w_dtype);
+  switch (layout.kind) {
+    case ir::QuantLayout::Kind::kInt8Channel: return "ac::kQInt8";
+    case ir::QuantLayout::Kind::kInt8Group: return "ac::kQInt8Group";
+    default: return layout.offsets ? "ac::kQInt4Offset" : layout.zero_points ? "ac::kQInt4Zp" : "ac::kQInt4";
+  }
 }
 
 Match QGemvConfig::match_view() const {
