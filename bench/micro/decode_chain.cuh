@@ -156,6 +156,13 @@ __half* alloc(size_t elements) {
   return p;
 }
 
+// A device array of halves, copied to the host (to check a configuration against another).
+std::vector<__half> download(const __half* p, size_t n) {
+  std::vector<__half> v(n);
+  CHECK(cudaMemcpy(v.data(), p, n * sizeof(__half), cudaMemcpyDeviceToHost));
+  return v;
+}
+
 // One layer's GEMV weights, distinct per layer so a chain of layers streams them from DRAM.
 struct LayerWeights {
   __half *qkv_w, *o_w, *gate_w, *up_w, *down_w, *norm1, *norm2;

@@ -76,12 +76,6 @@ struct BatchActivations {
   }
 };
 
-std::vector<__half> download(const __half* p, size_t n) {
-  std::vector<__half> v(n);
-  CHECK(cudaMemcpy(v.data(), p, n * sizeof(__half), cudaMemcpyDeviceToHost));
-  return v;
-}
-
 int main() {
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
