@@ -24,6 +24,8 @@
 // scale (fetched from the loading lane by a shuffle) and add into f32 accumulators; the four chunks'
 // sums meet in two shuffles at the end. No f16 accumulation anywhere: the f16 values are n − z
 // (exact) and x (as stored); products and sums are the mma's f32.
+// Offsets (x = s·n + m, GGUF Q4_1's values; groups of 32): the mma sums n·x (z = 0) and each row adds
+// m times its chunk's Σx, the sums of x's 32-element chunks computed once into shared memory.
 //
 // Everything else is the scalar kernel's: one token per blockIdx.y, ROWS rows per warp (8 or 16: one
 // or two tiles), UNROLL slabs in flight per tile, SPLIT warps over K (in whole slabs), the epilogues
@@ -133,7 +135,8 @@ __device__ __forceinline__ void qmma_permute_x(T* xs, int K, T* zeros) {
 template <typename T, typename OutT, typename S, int FORMAT, int G, int ROW_BYTES, int THREADS, int ROWS, int UNROLL, int SPLIT,
           int EPILOGUE, int KMAX, int PROLOGUE = kGemvNoNorm, int ACT = kActSilu, typename W = T>
 __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
-  static_assert(FORMAT == kQInt4 || FORMAT == kQInt4Zp, "the tensor-core GEMV reads int4 groups");
+  static_assert(FORMAT == kQInt4 || FORMAT == kQInt4Zp || FORMAT == kQInt4Offset, "the tensor-core GEMV reads int4 groups");
+  static_assert(FORMAT != kQInt4Offset || G == 32, "offsets: one group per 32-element chunk");
   static_assert(sizeof(T) == 2 && G % 32 == 0 && ROWS % 8 == 0, "f16 activations, groups of whole chunks, tiles of 8 rows");
   constexpr int kTiles = ROWS / 8;
   constexpr int kWarps = THREADS / 32;
@@ -143,6 +146,9 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   // 8 + 4h .. 11 + 4h, never those of the x chunks read beside them (4h .., 16 + 4h ..).
   constexpr int kZeros = (KMAX + 63) / 64 * 64 + 16;
   __shared__ __align__(16) T xs[kZeros + 32];
+  // The offset format's Σx of every 32-element chunk of K (zero past K, and 4 more for the lanes g >= 4).
+  constexpr int kChunkSums = FORMAT == kQInt4Offset ? (KMAX + kQMmaSlab - 1) / kQMmaSlab * 4 + 4 : 1;
+  __shared__ float chunk_sum[kChunkSums];
   __shared__ float partial[SPLIT > 1 ? kWarps * ROWS * kMats : 1];
 
   // This block's token: its rows of x, the residual and the outputs.
@@ -208,6 +214,7 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
       const unsigned int group = at_u / G;
       const unsigned int s_off = K / 2 + group * 2 - (at_u - u * kQMmaSlab) / 2;
       const unsigned int z_off = K / 2 + (K / G) * 2 + group - (at_u - u * kQMmaSlab) / 2;
+      const unsigned int m_off = K / 2 + (K / G) * 2 + group * 2 - (at_u - u * kQMmaSlab) / 2;  // offsets
       const bool load = !checked || static_cast<int>(at_u) < k_end;
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
@@ -218,6 +225,7 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
             l.q = load_stream16(wrow[i][m] + u * kQMmaSlab / 2);
             l.scale = qgemv_scale_bits(wrow[i][m] + s_off);
             if constexpr (FORMAT == kQInt4Zp) l.zero = wrow[i][m][z_off];
+            if constexpr (FORMAT == kQInt4Offset) l.zero = qgemv_scale_bits(wrow[i][m] + m_off);  // the offset's bits
           }
           dst[u][i][m] = l;
         }
@@ -268,6 +276,10 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   T* zeros = xs + kZeros;
   gemv_stage_x<T, OutT, W, THREADS, KMAX, PROLOGUE>(p, norm_weights, post_weights, xs);
   qmma_permute_x<T, THREADS>(xs, K, zeros);
+  if constexpr (FORMAT == kQInt4Offset) {
+    for (int c = threadIdx.x; c < kChunkSums; c += THREADS) chunk_sum[c] = 32 * c < K ? qgemv_x_sum<T>(xs + 32 * c) : 0.f;
+    __syncthreads();
+  }
 
   // One chunk per (slab, tile, matrix): eight mmas into two fresh fragments, whose rows g and g+8
   // (lanes g < 4: chunk g's partial for rows 2t, 2t+1) are scaled by chunk g's group scale of those
@@ -283,10 +295,19 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
 #pragma unroll
         for (int m = 0; m < kMats; ++m) {
           float d04[4] = {0.f, 0.f, 0.f, 0.f}, d15[4] = {0.f, 0.f, 0.f, 0.f};
-          qmma_chunk<T>(d04, d15, l[u][i][m].q, x, qmma_zero(FORMAT == kQInt4Zp ? l[u][i][m].zero : 8u));
+          qmma_chunk<T>(d04, d15, l[u][i][m].q, x, qmma_zero(FORMAT == kQInt4Zp ? l[u][i][m].zero : FORMAT == kQInt4Offset ? 0u : 8u));
           const float scale = qgemv_scale_value<S>(static_cast<unsigned short>(l[u][i][m].scale));  // converted once, then shared
           const float s0 = __shfl_sync(0xffffffffu, scale, 8 * t + g);
           const float s1 = __shfl_sync(0xffffffffu, scale, 8 * t + 4 + g);
+          if constexpr (FORMAT == kQInt4Offset) {
+            // x = s·n + m: the mma summed n·x; m times the chunk's Σx is added per row.
+            const float offset = qgemv_scale_value<S>(static_cast<unsigned short>(l[u][i][m].zero));
+            const float m0 = __shfl_sync(0xffffffffu, offset, 8 * t + g);
+            const float m1 = __shfl_sync(0xffffffffu, offset, 8 * t + 4 + g);
+            const float x_sum = chunk_sum[(at - 32 * t) / 32 + g];
+            acc[i][m][0] = fmaf(m0, x_sum, acc[i][m][0]);
+            acc[i][m][1] = fmaf(m1, x_sum, acc[i][m][1]);
+          }
           acc[i][m][0] = fmaf(s0, d04[0] + d15[2], acc[i][m][0]);
           acc[i][m][1] = fmaf(s1, d04[1] + d15[3], acc[i][m][1]);
         }

@@ -115,11 +115,12 @@ TEST(QGemvAdmission, AGridOfShapesValidates) {
 
 // The tensor-core kernel's candidates among a compile's 8 of each region, for every epilogue (bias,
 // residual, gate/up, multi-segment rows) and the RMSNorm prologue, at 1 and T = 7 tokens (and a
-// static 3), in int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales.
+// static 3), in int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales, and
+// in groups of 32 with offsets (GGUF Q4_1's values).
 TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
   AC_REQUIRE_GPU();
   using testing::QGemvCase;
-  for (const char* w : {"i4g32_f16", "i4g64z_f16", "i4g128_f16", "i4g128z_bf16"})
+  for (const char* w : {"i4g32_f16", "i4g64z_f16", "i4g128_f16", "i4g128z_bf16", "i4g32m_f16"})
     for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kGateUp, QGemvCase::kMulti, QGemvCase::kNorm})
       for (const std::string rows : {"1", "3", "T"}) {
         if (c == QGemvCase::kNorm && rows != "1") continue;  // the prologue is matched for one token
@@ -165,20 +166,22 @@ TEST(QGemvAdmission, GgufRowFormatsValidate) {
 }
 
 // K that is not a multiple of the 128-element slab (the last slab's lanes past K load nothing), and
-// N that is not a multiple of the 8-row tile; every tensor-core candidate.
+// N that is not a multiple of the 8-row tile; every tensor-core candidate, with zero points and with
+// offsets (whose chunk sums past K must be zero).
 TEST(QGemvAdmission, TensorCoreOddShapesValidate) {
   AC_REQUIRE_GPU();
   using testing::QGemvCase;
-  for (const auto& [N, K] : {std::pair<int, int>{72, 800}, {3, 96}, {1000, 1056}, {13, 32}, {130, 4000}})
-    for (const QGemvCase c : {QGemvCase::kResidual, QGemvCase::kGateUp}) {
-      auto module = ir::parse_module(testing::qgemv_case_module(c, "i4g32z_f16", N, K, "1"), "qgemv odd shape");
-      ASSERT_TRUE(module.has_value()) << module.status().to_string();
-      const std::string label = std::string(testing::qgemv_case_name(c)) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-      const Checked checked = admit_qgemv(*module, "decode", 1, *gpu, label, 1000, is_mma);
-      EXPECT_EQ(checked.regions, 1) << label;
-      EXPECT_GT(checked.candidates, 0) << label;
-      EXPECT_EQ(checked.validated, checked.candidates) << label;
-    }
+  for (const char* w : {"i4g32z_f16", "i4g32m_f16"})
+    for (const auto& [N, K] : {std::pair<int, int>{72, 800}, {3, 96}, {1000, 1056}, {13, 32}, {130, 4000}})
+      for (const QGemvCase c : {QGemvCase::kResidual, QGemvCase::kGateUp}) {
+        auto module = ir::parse_module(testing::qgemv_case_module(c, w, N, K, "1"), "qgemv odd shape");
+        ASSERT_TRUE(module.has_value()) << module.status().to_string();
+        const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+        const Checked checked = admit_qgemv(*module, "decode", 1, *gpu, label, 1000, is_mma);
+        EXPECT_EQ(checked.regions, 1) << label;
+        EXPECT_GT(checked.candidates, 0) << label;
+        EXPECT_EQ(checked.validated, checked.candidates) << label;
+      }
 }
 
 // Every tensor-core schedule (threads, 1 or 2 tiles, unroll, split) of a gate/up region of

@@ -205,6 +205,8 @@ TEST(QGemvPlanning, TheTensorCoreKernelCoversEveryEpilogueAndTheNormPrologue) {
           << N << "x" << K;
   EXPECT_GE(mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g128_f16", 6144, 2048, "1"), 1, "gate_up", false).size(), 10u);
   EXPECT_GE(mma_candidates(testing::qgemv_case_module(QGemvCase::kResidual, "i4g64z_f16", 2048, 6144, "1"), 1, "residual", false).size(), 10u);
+  // GGUF Q4_1's values (offsets) too.
+  EXPECT_GT(mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g32m_f16", 200, 1024, "1"), 1, "gate_up", false).size(), 4u);
 }
 
 TEST(QGemvNvrtc, TensorCoreCandidatesCompileForSm90aAndSm80) {
@@ -222,7 +224,7 @@ TEST(QGemvNvrtc, TensorCoreCandidatesCompileForSm90aAndSm80) {
   // Every schedule of one region (tiles, unroll, split, threads), then the best of every epilogue and format.
   for (const auto& c : mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g128_f16", 256, 2048, "1"), 1, "gate_up", false)) add(c);
   for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kMulti, QGemvCase::kNorm})
-    for (const char* w : {"i4g32_f16", "i4g64z_bf16", "i4g128z_f16"}) {
+    for (const char* w : {"i4g32_f16", "i4g64z_bf16", "i4g128z_f16", "i4g32m_f16"}) {
       const std::string variant = c == QGemvCase::kBias || c == QGemvCase::kNorm ? "plain" : c == QGemvCase::kMulti ? "multi" : "residual";
       const auto candidates = mma_candidates(testing::qgemv_case_module(c, w, 200, 1024, "1"), 1, variant, c == QGemvCase::kNorm);
       if (!candidates.empty()) add(candidates.front());

@@ -147,7 +147,7 @@ bool qgemv_reads(ir::DType w_dtype) {
 bool qgemv_mma_reads(const MatmulMatch& match) {
   if (!ir::is_quantized(match.w_dtype) || match.dtype != ir::DType::kF16) return false;
   const ir::QuantLayout layout = ir::quant_layout(match.w_dtype);
-  return layout.kind == ir::QuantLayout::Kind::kInt4Group && !layout.offsets;  // the mma kernel has no m·Σx term
+  return layout.kind == ir::QuantLayout::Kind::kInt4Group;
 }
 
 const char* qgemv_format_code(ir::DType w_dtype) {
