@@ -289,6 +289,19 @@ Status apply_weight_formats(ir::Module& module, const std::map<std::string, DTyp
     AC_TRY(quantize_heads(module, param_reads(module), aliased(module), *options.quantize_head, source));
   }
   if ((options.dequantize && !options.quantize) || (stored.empty() && !options.quantize)) return Status::ok();
+  if (options.gpu && !options.quantize && !options.quantize_head) {
+    // A GGUF table in Q8_0 / Q4_0 / Q4_1 that a head is tied to: the embedding gathers it dequantized
+    // (no GPU kernel gathers blocks), and the head reads a copy of its own in the row format holding the
+    // same values, at the blocks' size (--quantize-head's copy, transcoded rather than quantized).
+    const std::map<std::string, ParamReads> tied = param_reads(module);
+    for (const auto& [name, how] : tied) {
+      const auto kept = stored.find(name);
+      if (kept == stored.end() || !how.output_projection || only_reads(how, {{ir::OpKind::kLinear, 1}})) continue;
+      if (const std::optional<DType> row_format = ir::ggml_row_format(kept->second))
+        AC_TRY(quantize_heads(module, tied, aliased(module), *row_format, source));
+      break;  // quantize_heads did every head
+    }
+  }
   const std::map<std::string, ParamReads> reads = param_reads(module);
   const std::set<std::string> in_alias = aliased(module);
   for (ir::ParamDecl& param : module.params) {

@@ -87,7 +87,8 @@ TEST(GgufNative, BlocksStayInTheirFormats) {
 
 // On the GPU path, Q8_0 / Q4_0 / Q4_1 matrices that only linears read run as the row format holding
 // their values (i8g32_f16 here, read by the qgemv family); a table an embedding reads, and the
-// K-quants, are dequantized at load (no GPU kernel reads them). The row formats are read as they are.
+// K-quants, are dequantized at load (no GPU kernel reads them), and a head tied to such a table reads a
+// row-format copy of its own. The row formats are read as they are.
 TEST(GgufNative, TheGpuPathRunsQ8_0LinearsAsRowsAndDequantizesTheTable) {
   auto gpu = weight_format_options("", false, /*gpu=*/true);
   ASSERT_TRUE(gpu.has_value());
@@ -100,6 +101,10 @@ TEST(GgufNative, TheGpuPathRunsQ8_0LinearsAsRowsAndDequantizesTheTable) {
   EXPECT_EQ(param(*module, "model.layers.0.mlp.down_proj.weight").type.dtype, DType::kI8G32_F16);
   EXPECT_EQ(param(*module, "model.embed_tokens.weight").type.dtype, DType::kF16);
   EXPECT_EQ(param(*module, "model.norm.weight").type.dtype, DType::kF16);
+  // The head tied to the table reads a copy of its own in the row format, transcoded from the same blocks.
+  const ir::ParamDecl& head = param(*module, "lm_head.weight");
+  EXPECT_EQ(head.type.dtype, DType::kI8G32_F16);
+  EXPECT_EQ(head.values_of, "model.embed_tokens.weight");
   EXPECT_FALSE(gpu_reads_natively(DType::kQ8_0));
   EXPECT_FALSE(gpu_reads_natively(DType::kQ4_K));
   EXPECT_TRUE(gpu_reads_natively(DType::kI8_BF16));
