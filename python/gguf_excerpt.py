@@ -14,8 +14,8 @@ import argparse
 import re
 
 import numpy as np
-from gguf import GGUFReader, GGUFValueType, GGUFWriter
-from make_gguf_fixtures import write
+from gguf import GGUFReader, GGUFValueType
+from gguf_files import new_gguf
 
 
 def scalar(field):
@@ -34,31 +34,30 @@ def main() -> None:
     arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
     if arch != "llama":
         raise SystemExit(f"{args.src}: architecture {arch!r}; this excerpt writes llama files only")
-    writer = GGUFWriter(args.dst, arch)
-    for name, field in reader.fields.items():
-        if not name.startswith(arch + ".") or name == f"{arch}.vocab_size":
-            continue
-        kind = field.types[0]
-        if kind == GGUFValueType.ARRAY:
-            continue
-        value = scalar(field)
-        if name == f"{arch}.block_count":
-            value = args.blocks
-        if kind == GGUFValueType.STRING:
-            writer.add_string(name, bytes(field.parts[-1]).decode())
-        else:
-            writer.add_key_value(name, value, kind)
-    writer.add_vocab_size(args.vocab)
-    for tensor in reader.tensors:
-        block = re.match(r"blk\.(\d+)\.", tensor.name)
-        if block and int(block.group(1)) >= args.blocks:
-            continue
-        data = np.asarray(tensor.data)
-        if tensor.name in ("token_embd.weight", "output.weight"):
-            data = data[: args.vocab]
-        # Quantized tensors come as bytes per row; plain ones as their values.
-        writer.add_tensor(tensor.name, np.ascontiguousarray(data), raw_dtype=tensor.tensor_type)
-    write(writer)
+    with new_gguf(args.dst, arch) as writer:
+        for name, field in reader.fields.items():
+            if not name.startswith(arch + ".") or name == f"{arch}.vocab_size":
+                continue
+            kind = field.types[0]
+            if kind == GGUFValueType.ARRAY:
+                continue
+            value = scalar(field)
+            if name == f"{arch}.block_count":
+                value = args.blocks
+            if kind == GGUFValueType.STRING:
+                writer.add_string(name, bytes(field.parts[-1]).decode())
+            else:
+                writer.add_key_value(name, value, kind)
+        writer.add_vocab_size(args.vocab)
+        for tensor in reader.tensors:
+            block = re.match(r"blk\.(\d+)\.", tensor.name)
+            if block and int(block.group(1)) >= args.blocks:
+                continue
+            data = np.asarray(tensor.data)
+            if tensor.name in ("token_embd.weight", "output.weight"):
+                data = data[: args.vocab]
+            # Quantized tensors come as bytes per row; plain ones as their values.
+            writer.add_tensor(tensor.name, np.ascontiguousarray(data), raw_dtype=tensor.tensor_type)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 from gguf import GGMLQuantizationType as QT
-from gguf import GGUFWriter
 from gguf.quants import quantize
-from make_gguf_fixtures import write
+from gguf_files import new_gguf
 from safetensors.numpy import load_file
 
 NAMES = {
@@ -55,37 +54,36 @@ def main() -> None:
     if arch not in ("qwen3", "qwen2"):
         raise SystemExit(f"{args.checkpoint}: model_type {arch!r}; this writer handles qwen3 and qwen2")
     qtype = {"q8_0": QT.Q8_0, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "f16": QT.F16}[args.type]
-    writer = GGUFWriter(str(args.out), arch)
-    heads = config["num_attention_heads"]
-    head_dim = config.get("head_dim") or config["hidden_size"] // heads
-    writer.add_context_length(config.get("max_position_embeddings", 4096))
-    writer.add_embedding_length(config["hidden_size"])
-    writer.add_block_count(config["num_hidden_layers"])
-    writer.add_feed_forward_length(config["intermediate_size"])
-    writer.add_head_count(heads)
-    writer.add_head_count_kv(config.get("num_key_value_heads", heads))
-    writer.add_key_length(head_dim)
-    writer.add_value_length(head_dim)
-    writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
-    writer.add_layer_norm_rms_eps(float(config["rms_norm_eps"]))
-    if config.get("bos_token_id") is not None:
-        writer.add_bos_token_id(config["bos_token_id"])
-    if config.get("eos_token_id") is not None:
-        writer.add_eos_token_id(config["eos_token_id"] if isinstance(config["eos_token_id"], int) else config["eos_token_id"][0])
-    tensors = {}
-    for shard in sorted(args.checkpoint.glob("model*.safetensors")):
-        tensors.update(load_file(str(shard)))
-    for hf in sorted(tensors):
-        data = tensors[hf].astype(np.float32)
-        name = gguf_name(hf)
-        if data.ndim == 2 and qtype != QT.F16:
-            writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
-        elif data.ndim == 2:
-            writer.add_tensor(name, data.astype(np.float16))
-        else:
-            writer.add_tensor(name, data)
-        del tensors[hf]
-    write(writer)
+    with new_gguf(args.out, arch) as writer:
+        heads = config["num_attention_heads"]
+        head_dim = config.get("head_dim") or config["hidden_size"] // heads
+        writer.add_context_length(config.get("max_position_embeddings", 4096))
+        writer.add_embedding_length(config["hidden_size"])
+        writer.add_block_count(config["num_hidden_layers"])
+        writer.add_feed_forward_length(config["intermediate_size"])
+        writer.add_head_count(heads)
+        writer.add_head_count_kv(config.get("num_key_value_heads", heads))
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+        writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
+        writer.add_layer_norm_rms_eps(float(config["rms_norm_eps"]))
+        if config.get("bos_token_id") is not None:
+            writer.add_bos_token_id(config["bos_token_id"])
+        if config.get("eos_token_id") is not None:
+            writer.add_eos_token_id(config["eos_token_id"] if isinstance(config["eos_token_id"], int) else config["eos_token_id"][0])
+        tensors = {}
+        for shard in sorted(args.checkpoint.glob("model*.safetensors")):
+            tensors.update(load_file(str(shard)))
+        for hf in sorted(tensors):
+            data = tensors[hf].astype(np.float32)
+            name = gguf_name(hf)
+            if data.ndim == 2 and qtype != QT.F16:
+                writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
+            elif data.ndim == 2:
+                writer.add_tensor(name, data.astype(np.float16))
+            else:
+                writer.add_tensor(name, data)
+            del tensors[hf]
 
 
 if __name__ == "__main__":

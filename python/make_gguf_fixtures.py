@@ -23,13 +23,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as QT
 from gguf import GGUFReader, GGUFValueType, GGUFWriter
 from gguf.quants import dequantize, quantize
-
-
-def write(writer: GGUFWriter) -> None:
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+from gguf_files import write
 
 
 def random_k_blocks(rng: np.random.Generator, n_blocks: int, qtype: QT) -> np.ndarray:

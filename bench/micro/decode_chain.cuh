@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -161,6 +162,17 @@ std::vector<__half> download(const __half* p, size_t n) {
   std::vector<__half> v(n);
   CHECK(cudaMemcpy(v.data(), p, n * sizeof(__half), cudaMemcpyDeviceToHost));
   return v;
+}
+
+// The largest |got − want| over the largest |want| (infinite where got is not finite).
+double max_rel_error(const std::vector<__half>& want, const std::vector<__half>& got) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double w = __half2float(want[i]), g = __half2float(got[i]);
+    scale = std::max(scale, std::fabs(w));
+    worst = std::isfinite(g) ? std::max(worst, std::fabs(g - w)) : INFINITY;
+  }
+  return worst / std::max(scale, 1e-6);
 }
 
 // One layer's GEMV weights, distinct per layer so a chain of layers streams them from DRAM.

@@ -59,8 +59,6 @@ struct QConfig {
   std::string name;
   void (*kernel)(QPtrs);
   int threads, rows_per_block;
-  bool checked = true;
-  int shared_bytes = 0;  // dynamic
 };
 
 template <int THREADS, int ROWS, int UNROLL, int SPLIT, int KIND>
@@ -163,7 +161,7 @@ int main() {
     return p;
   };
   auto launch_q = [&](const QConfig& c, const QPtrs& p, int rows) {
-    launch_programmatic(c.kernel, dim3((rows + c.rows_per_block - 1) / c.rows_per_block), dim3(c.threads), c.shared_bytes, stream, p);
+    launch_programmatic(c.kernel, dim3((rows + c.rows_per_block - 1) / c.rows_per_block), dim3(c.threads), 0, stream, p);
   };
 
   // The compiler's candidates for Qwen3-1.7B int4 g128 on an H200 (session4/quant-qmma report), the
@@ -202,21 +200,11 @@ int main() {
         CHECK(cudaStreamSynchronize(stream));
         continue;
       }
-      double rel = 0;
-      if (c.checked) {
-        CHECK(cudaMemset(out, 0xff, s.out_cols * sizeof(__half)));
-        launch_q(c, ptrs(s.kind, layers[0], out), s.rows);
-        CHECK(cudaStreamSynchronize(stream));
-        const std::vector<__half> got = download(out, s.out_cols);
-        double worst = 0, scale = 0;
-        for (int i = 0; i < s.out_cols; ++i) {
-          const double w = __half2float(want[i]), g = __half2float(got[i]);
-          scale = std::max(scale, std::fabs(w));
-          worst = std::isfinite(g) ? std::max(worst, std::fabs(g - w)) : INFINITY;
-        }
-        rel = worst / std::max(scale, 1e-6);
-        failures += rel < 2e-2 ? 0 : 1;
-      }
+      CHECK(cudaMemset(out, 0xff, s.out_cols * sizeof(__half)));  // NaN: a row left unwritten shows
+      launch_q(c, ptrs(s.kind, layers[0], out), s.rows);
+      CHECK(cudaStreamSynchronize(stream));
+      const double rel = max_rel_error(want, download(out, s.out_cols));
+      failures += rel < 2e-2 ? 0 : 1;
       cudaFuncAttributes fa;
       CHECK(cudaFuncGetAttributes(&fa, c.kernel));
       int per_sm = 0;

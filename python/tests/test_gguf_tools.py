@@ -77,6 +77,13 @@ class GgufToolsTest(unittest.TestCase):
             vocab = reader.fields["llama.vocab_size"]
             self.assertEqual(int(vocab.parts[vocab.data[0]][0]), 8)
             self.assertFalse(any(name.startswith("tokenizer.") for name in reader.fields))
+            # A second run does not write over the file, and leaves no temporary behind.
+            before_bytes = out.read_bytes()
+            again = subprocess.run([sys.executable, str(ROOT / "python/gguf_excerpt.py"), str(source), str(out)], capture_output=True, text=True)
+            self.assertNotEqual(again.returncode, 0)
+            self.assertIn("exists; not overwriting it", again.stderr)
+            self.assertEqual(out.read_bytes(), before_bytes)
+            self.assertEqual(sorted(p.name for p in pathlib.Path(tmp).iterdir()), ["excerpt.gguf"])
 
 
 if __name__ == "__main__":

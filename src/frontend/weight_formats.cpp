@@ -253,8 +253,6 @@ std::string quantize_spec_text(DType format) {
   const ir::QuantLayout layout = ir::quant_layout(format);
   const std::string scale = layout.scale == DType::kBF16 ? ":bf16" : "";
   if (layout.kind == ir::QuantLayout::Kind::kInt8Channel) return "int8" + scale;
-  if (layout.kind == ir::QuantLayout::Kind::kInt8Group) return "int8:g" + std::to_string(layout.group);  // GGUF Q8_0's values
-  if (layout.offsets) return "int4:g" + std::to_string(layout.group) + ":offsets";                      // GGUF Q4_1's
   return "int4:g" + std::to_string(layout.group) + (layout.zero_points ? ":zp" : "") + scale;
 }
 
@@ -293,14 +291,13 @@ Status apply_weight_formats(ir::Module& module, const std::map<std::string, DTyp
     // A GGUF table in Q8_0 / Q4_0 / Q4_1 that a head is tied to: the embedding gathers it dequantized
     // (no GPU kernel gathers blocks), and the head reads a copy of its own in the row format holding the
     // same values, at the blocks' size (--quantize-head's copy, transcoded rather than quantized).
-    const std::map<std::string, ParamReads> tied = param_reads(module);
-    for (const auto& [name, how] : tied) {
-      const auto kept = stored.find(name);
-      if (kept == stored.end() || !how.output_projection || only_reads(how, {{ir::OpKind::kLinear, 1}})) continue;
-      if (const std::optional<DType> row_format = ir::ggml_row_format(kept->second))
-        AC_TRY(quantize_heads(module, tied, aliased(module), *row_format, source));
-      break;  // quantize_heads did every head
-    }
+    const std::map<std::string, ParamReads> reads = param_reads(module);
+    const auto table = std::find_if(reads.begin(), reads.end(), [&](const auto& entry) {
+      return stored.count(entry.first) && entry.second.output_projection && !only_reads(entry.second, {{ir::OpKind::kLinear, 1}});
+    });
+    if (table != reads.end())
+      if (const std::optional<DType> row_format = ir::ggml_row_format(stored.at(table->first)))
+        AC_TRY(quantize_heads(module, reads, aliased(module), *row_format, source));
   }
   const std::map<std::string, ParamReads> reads = param_reads(module);
   const std::set<std::string> in_alias = aliased(module);
@@ -370,10 +367,9 @@ Status read_packed(const WeightStore& store, const std::string& name, DType form
     if (error_out) *error_out = {};
     return ir::transcode_ggml_rows(info->dtype, blocks.data(), info->shape[0], info->shape[1], out.data()).with_context(at);
   }
-  if (ir::quant_layout(format).kind == ir::QuantLayout::Kind::kInt8Group || ir::quant_layout(format).offsets)
-    return error(ErrorCode::kInvalidArgument, at + ": " + std::string(ir::dtype_name(format)) + " holds GGUF " +
-                                                  (format == DType::kI8G32_F16 ? "Q8_0" : "Q4_1") + " blocks only; the file stores " +
-                                                  std::string(ir::dtype_name(info->dtype)));
+  if (ir::holds_ggml_blocks_only(format))
+    return error(ErrorCode::kInvalidArgument, at + ": " + std::string(ir::dtype_name(format)) +
+                                                  " holds GGUF blocks' values only; the file stores " + std::string(ir::dtype_name(info->dtype)));
   std::vector<float> values;
   AC_TRY(store.read_f32(name, values));
   const int64_t rows = info->shape[0], K = info->shape[1];

@@ -67,6 +67,9 @@ Status dequantize(DType dtype, const uint8_t* src, int64_t count, float* dst);
 // The row format that holds a GGUF block type's values exactly (Q8_0 -> i8g32_f16, Q4_0 -> i4g32_f16,
 // Q4_1 -> i4g32m_f16), or nullopt for the types no row format holds (the K-quants).
 std::optional<DType> ggml_row_format(DType ggml);
+// Whether a row format exists only to hold GGUF blocks' values (i8g32_f16, i4g32m_f16): nothing is
+// quantized to it, and only GGUF blocks are read into it.
+bool holds_ggml_blocks_only(DType row_format);
 
 // Rewrites `rows` rows of K elements of GGUF blocks of type `from` (rows × K / 32 blocks at `src`) as
 // rows of ggml_row_format(from) at `dst` (rows × row_bytes bytes): the same values, bit for bit after

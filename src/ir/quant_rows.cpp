@@ -281,7 +281,7 @@ Status dequantize_rows(DType dtype, const uint8_t* src, int64_t rows, int64_t K,
 Status quantize_rows(DType dtype, const float* src, int64_t rows, int64_t K, uint8_t* dst, QuantError* error_out) {
   const QuantLayout layout = quant_layout(dtype);
   const std::string name(dtype_name(dtype));
-  if (!is_row_format(layout) || dtype == DType::kI8G32_F16 || dtype == DType::kI4G32M_F16)
+  if (!is_row_format(layout) || holds_ggml_blocks_only(dtype))
     return error(ErrorCode::kUnsupported, "quantize: " + name + " is not a format weights are quantized to (i8_*, i4gG*)");
   if (std::string problem = row_length_problem(dtype, K); !problem.empty())
     return error(ErrorCode::kInvalidArgument, "quantize " + name + ": " + problem);
@@ -340,6 +340,11 @@ std::optional<DType> ggml_row_format(DType ggml) {
     case DType::kQ4_1: return DType::kI4G32M_F16;
     default: return std::nullopt;
   }
+}
+
+bool holds_ggml_blocks_only(DType row_format) {
+  const QuantLayout layout = quant_layout(row_format);
+  return layout.kind == QuantLayout::Kind::kInt8Group || layout.offsets;
 }
 
 Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t K, uint8_t* dst) {
