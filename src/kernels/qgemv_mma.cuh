@@ -1,5 +1,5 @@
 // Quantized GEMV on the tensor cores, for int4 weights in groups (ir/quant.h; with or without zero
-// points) and f16 activations: y[t, n] = epilogue(sum_k W[n, k] * x[t, k]) with the dot products done
+// points, or with offsets) and int8 weights (per channel, or in groups of 32: GGUF Q8_0's values), with f16 activations: y[t, n] = epilogue(sum_k W[n, k] * x[t, k]) with the dot products done
 // by mma.sync m16n8k16 (f16 inputs, f32 accumulators) instead of one f32 FMA per element. The scalar
 // kernel (qgemv.cuh) issues ~200 instructions per 16-byte load in its main loop (a shift, a logic op,
 // an add and an FMA per element, x's unpacking, moving the next batch's registers) and so is bound by
@@ -26,6 +26,13 @@
 // (exact) and x (as stored); products and sums are the mma's f32.
 // Offsets (x = s·n + m, GGUF Q4_1's values; groups of 32): the mma sums n·x (z = 0) and each row adds
 // m times its chunk's Σx, the sums of x's 32-element chunks computed once into shared memory.
+// int8: a 16-byte load is 16 elements, so a slab is 64 elements and a chunk feeds 4 mmas. Word h holds
+// elements 4h .. 4h+3; a signed byte with its sign bit flipped is b + 128, and the byte permute
+// (b + 128, 0x64) is the f16 1024 + 128 + b, so one permute and one f16x2 subtract give the pair
+// (b_0, b_1) exactly. x is permuted in pairs, every 8 elements stored as (e0, e1, e4, e5, e2, e3, e6, e7),
+// so one 16-byte shared load is again a whole A fragment for two mmas (qmma_chunk_i8). Per channel, the
+// chunk partials are summed unscaled and the row's scale multiplies the total; in groups (of 32: a chunk
+// lies in one), each partial takes its group's scale as int4's do.
 //
 // Everything else is the scalar kernel's: one token per blockIdx.y, ROWS rows per warp (8 or 16: one
 // or two tiles), UNROLL slabs in flight per tile, SPLIT warps over K (in whole slabs), the epilogues
@@ -42,8 +49,11 @@
 
 namespace ac {
 
-// Elements of K a warp covers per step: 4 lanes (t) x 32 int4.
-constexpr int kQMmaSlab = 128;
+// Elements of one lane's 16-byte chunk, and of K a warp covers per step (4 lanes t): 32 int4 or 16 int8.
+template <int FORMAT>
+constexpr int kQMmaChunk = kQInt8Bytes<FORMAT> ? 16 : 32;
+template <int FORMAT>
+constexpr int kQMmaSlab = 4 * kQMmaChunk<FORMAT>;
 
 // d += A·B for one m16n8k16 tile, f16 inputs, f32 accumulators: a = A's rows g and g+8 at columns
 // (2t, 2t+1) and (2t+8, 2t+9) as the fragment orders them (a0: row g, a1: row g+8, a2: row g,
@@ -114,18 +124,43 @@ __device__ __forceinline__ void qmma_chunk(float (&d04)[4], float (&d15)[4], uin
   }
 }
 
+// One lane's 16 int8 elements through the tensor cores: x points at the chunk's 16 pair-permuted values
+// (or at zeros). With the x load h = (e0 e1 | e4 e5 | e2 e3 | e6 e7) as (a0, a1, a2, a3), B from word 2h
+// (e0 e1, e2 e3) makes row g of `lo` (lo[0], lo[1]) the sum over elements 0..3, and B from word 2h + 1
+// (e4 e5, e6 e7) row g+8 of `hi` (hi[2], hi[3]) the sum over 4..7.
+template <typename T>
+__device__ __forceinline__ void qmma_chunk_i8(float (&lo)[4], float (&hi)[4], uint4 q, const T* x) {
+  constexpr unsigned int kFlip = 0x80808080u, kMagic = 0x64646464u, kBias = 0x64806480u;  // (1152, 1152)
+  const unsigned int words[4] = {q.x ^ kFlip, q.y ^ kFlip, q.z ^ kFlip, q.w ^ kFlip};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint4 a = *reinterpret_cast<const uint4*>(x + 8 * h);
+    const unsigned int w0 = words[2 * h], w1 = words[2 * h + 1];
+    const unsigned int b01 = qmma_sub_f16x2(__byte_perm(w0, kMagic, 0x4140), kBias);
+    const unsigned int b23 = qmma_sub_f16x2(__byte_perm(w0, kMagic, 0x4342), kBias);
+    const unsigned int b45 = qmma_sub_f16x2(__byte_perm(w1, kMagic, 0x4140), kBias);
+    const unsigned int b67 = qmma_sub_f16x2(__byte_perm(w1, kMagic, 0x4342), kBias);
+    qmma_m16n8k16(lo, a, b01, b23);
+    qmma_m16n8k16(hi, a, b45, b67);
+  }
+}
+
 // Permutes the staged x in place, every 8 elements to (e0, e4, e1, e5, e2, e6, e3, e7) (each thread
 // owns whole groups of 8, so no thread reads another's), and zeroes the 32 elements the lanes that
 // supply no x read. Ends with the block's barrier.
-template <typename T, int THREADS>
+template <typename T, int THREADS, int FORMAT>
 __device__ __forceinline__ void qmma_permute_x(T* xs, int K, T* zeros) {
   for (int i = threadIdx.x * 8; i < K; i += THREADS * 8) {
     const uint4 v = *reinterpret_cast<const uint4*>(xs + i);
     uint4 out;
-    out.x = __byte_perm(v.x, v.z, 0x5410);
-    out.y = __byte_perm(v.x, v.z, 0x7632);
-    out.z = __byte_perm(v.y, v.w, 0x5410);
-    out.w = __byte_perm(v.y, v.w, 0x7632);
+    if constexpr (kQInt8Bytes<FORMAT>) {  // pairs: (e0 e1, e4 e5, e2 e3, e6 e7)
+      out = make_uint4(v.x, v.z, v.y, v.w);
+    } else {
+      out.x = __byte_perm(v.x, v.z, 0x5410);
+      out.y = __byte_perm(v.x, v.z, 0x7632);
+      out.z = __byte_perm(v.y, v.w, 0x5410);
+      out.w = __byte_perm(v.y, v.w, 0x7632);
+    }
     *reinterpret_cast<uint4*>(xs + i) = out;
   }
   if (threadIdx.x < 4) reinterpret_cast<uint4*>(zeros)[threadIdx.x] = make_uint4(0u, 0u, 0u, 0u);
@@ -135,7 +170,13 @@ __device__ __forceinline__ void qmma_permute_x(T* xs, int K, T* zeros) {
 template <typename T, typename OutT, typename S, int FORMAT, int G, int ROW_BYTES, int THREADS, int ROWS, int UNROLL, int SPLIT,
           int EPILOGUE, int KMAX, int PROLOGUE = kGemvNoNorm, int ACT = kActSilu, typename W = T>
 __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
-  static_assert(FORMAT == kQInt4 || FORMAT == kQInt4Zp || FORMAT == kQInt4Offset, "the tensor-core GEMV reads int4 groups");
+  static_assert(FORMAT == kQInt4 || FORMAT == kQInt4Zp || FORMAT == kQInt4Offset || FORMAT == kQInt8 || FORMAT == kQInt8Group,
+                "the tensor-core GEMV reads int4 groups and int8");
+  static_assert(FORMAT != kQInt8Group || G == 32, "int8 groups: one group per two 16-element chunks");
+  constexpr bool kInt8 = kQInt8Bytes<FORMAT>;
+  constexpr int kChunk = kQMmaChunk<FORMAT>, kSlab = kQMmaSlab<FORMAT>;
+  // Bytes of `e` quantized elements.
+  auto qbytes = [](int e) { return kInt8 ? e : e / 2; };
   static_assert(FORMAT != kQInt4Offset || G == 32, "offsets: one group per 32-element chunk");
   static_assert(sizeof(T) == 2 && G % 32 == 0 && ROWS % 8 == 0, "f16 activations, groups of whole chunks, tiles of 8 rows");
   constexpr int kTiles = ROWS / 8;
@@ -147,7 +188,7 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   constexpr int kZeros = (KMAX + 63) / 64 * 64 + 16;
   __shared__ __align__(16) T xs[kZeros + 32];
   // The offset format's Σx of every 32-element chunk of K (zero past K, and 4 more for the lanes g >= 4).
-  constexpr int kChunkSums = FORMAT == kQInt4Offset ? (KMAX + kQMmaSlab - 1) / kQMmaSlab * 4 + 4 : 1;
+  constexpr int kChunkSums = FORMAT == kQInt4Offset ? (KMAX + kSlab - 1) / kSlab * 4 + 4 : 1;
   __shared__ float chunk_sum[kChunkSums];
   __shared__ float partial[SPLIT > 1 ? kWarps * ROWS * kMats : 1];
 
@@ -189,15 +230,15 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   // K range of this split, in whole slabs; the lane's chunk is t of each slab. Chunks at or past
   // k_end (the last slab of a K that is not a multiple of 128, or a batch past the split's end)
   // are not loaded: their lanes supply zero x, so their B values (finite: n − z of n = 0) add nothing.
-  const int slabs = (K + kQMmaSlab - 1) / kQMmaSlab;
+  const int slabs = (K + kSlab - 1) / kSlab;
   const int slabs_per_split = (slabs + SPLIT - 1) / SPLIT;
-  const int k_begin = split * slabs_per_split * kQMmaSlab;
-  const int k_end = min(K, k_begin + slabs_per_split * kQMmaSlab);
-  const int batches = k_end > k_begin ? (k_end - k_begin + UNROLL * kQMmaSlab - 1) / (UNROLL * kQMmaSlab) : 0;
-  constexpr int kBatch = UNROLL * kQMmaSlab;
-  int k = k_begin + t * 32;
+  const int k_begin = split * slabs_per_split * kSlab;
+  const int k_end = min(K, k_begin + slabs_per_split * kSlab);
+  const int batches = k_end > k_begin ? (k_end - k_begin + UNROLL * kSlab - 1) / (UNROLL * kSlab) : 0;
+  constexpr int kBatch = UNROLL * kSlab;
+  int k = k_begin + t * kChunk;
 
-  // A chunk's bytes start at k / 2; its group's scale (and zero point) follow the row's nibbles.
+  // A chunk's bytes start at qbytes(k); its group's scale (and zero point) follow the row's elements.
   // Batches are loaded in order, so the rows' pointers step to the next batch after each (loop-carried:
   // nothing is recomputed from the parameters), and a slab's scale and zero point are 32-bit offsets
   // from them, shared by the tiles and matrices. `checked`: the batch reaches past k_end, so each
@@ -205,16 +246,17 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-    for (int m = 0; m < kMats; ++m) wrow[i][m] += k / 2;
+    for (int m = 0; m < kMats; ++m) wrow[i][m] += qbytes(k);
   auto load_batch = [&](QMmaLoad (&dst)[UNROLL][kTiles][kMats], int at) {
-    const bool checked = at - t * 32 + kBatch > k_end;
+    const bool checked = at - t * kChunk + kBatch > k_end;
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      const unsigned int at_u = static_cast<unsigned int>(at + u * kQMmaSlab);
+      const unsigned int at_u = static_cast<unsigned int>(at + u * kSlab);
       const unsigned int group = at_u / G;
-      const unsigned int s_off = K / 2 + group * 2 - (at_u - u * kQMmaSlab) / 2;
-      const unsigned int z_off = K / 2 + (K / G) * 2 + group - (at_u - u * kQMmaSlab) / 2;
-      const unsigned int m_off = K / 2 + (K / G) * 2 + group * 2 - (at_u - u * kQMmaSlab) / 2;  // offsets
+      const unsigned int here = qbytes(at);  // the rows' pointers are this many bytes into them
+      const unsigned int s_off = qbytes(K) + group * 2 - here;
+      const unsigned int z_off = K / 2 + (K / G) * 2 + group - here;
+      const unsigned int m_off = K / 2 + (K / G) * 2 + group * 2 - here;  // offsets
       const bool load = !checked || static_cast<int>(at_u) < k_end;
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
@@ -222,8 +264,8 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
         for (int m = 0; m < kMats; ++m) {
           QMmaLoad l{make_uint4(0u, 0u, 0u, 0u), 0u, 8u};
           if (load) {
-            l.q = load_stream16(wrow[i][m] + u * kQMmaSlab / 2);
-            l.scale = qgemv_scale_bits(wrow[i][m] + s_off);
+            l.q = load_stream16(wrow[i][m] + qbytes(u * kSlab));
+            if constexpr (FORMAT != kQInt8) l.scale = qgemv_scale_bits(wrow[i][m] + s_off);
             if constexpr (FORMAT == kQInt4Zp) l.zero = wrow[i][m][z_off];
             if constexpr (FORMAT == kQInt4Offset) l.zero = qgemv_scale_bits(wrow[i][m] + m_off);  // the offset's bits
           }
@@ -233,7 +275,7 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
 #pragma unroll
     for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-      for (int m = 0; m < kMats; ++m) wrow[i][m] += kBatch / 2;
+      for (int m = 0; m < kMats; ++m) wrow[i][m] += qbytes(kBatch);
   };
   // Two batches' registers, used in turn (no copies between them).
   QMmaLoad even[UNROLL][kTiles][kMats], odd[UNROLL][kTiles][kMats];
@@ -257,6 +299,23 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
         const T* bias = gemv_pick(p.bias, EPILOGUE == kGemvGateUp ? m : seg);
         if (bias) bias_v[i][m][j] = to_float(bias[row]);
       }
+  // int8 per channel: the scales of the rows these lanes write (weights: before the wait too).
+  float row_scale[kTiles][kMats][2];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int m = 0; m < kMats; ++m)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        row_scale[i][m][j] = 1.f;
+        if constexpr (FORMAT == kQInt8) {
+          int row = row0 + i * 8 + 2 * t + j;
+          if (g != 0 || row >= total_rows) continue;
+          const int seg = EPILOGUE == kGemvGateUp ? 0 : gemv_segment(p.rows, row);  // row: within its segment
+          const unsigned char* w = gemv_pick(qp.w, EPILOGUE == kGemvGateUp ? m : seg) + static_cast<long long>(row) * ROW_BYTES;
+          row_scale[i][m][j] = qgemv_scale_value<S>(qgemv_scale_bits(w + K));
+        }
+      }
 
   launch_dependent_grids();
   wait_for_producer_grid();
@@ -275,7 +334,7 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
 
   T* zeros = xs + kZeros;
   gemv_stage_x<T, OutT, W, THREADS, KMAX, PROLOGUE>(p, norm_weights, post_weights, xs);
-  qmma_permute_x<T, THREADS>(xs, K, zeros);
+  qmma_permute_x<T, THREADS, FORMAT>(xs, K, zeros);
   if constexpr (FORMAT == kQInt4Offset) {
     for (int c = threadIdx.x; c < kChunkSums; c += THREADS) chunk_sum[c] = 32 * c < K ? qgemv_x_sum<T>(xs + 32 * c) : 0.f;
     __syncthreads();
@@ -288,14 +347,23 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   auto accumulate = [&](const QMmaLoad (&l)[UNROLL][kTiles][kMats], int at0) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      const int at = at0 + u * kQMmaSlab;
+      const int at = at0 + u * kSlab;
       const T* x = supplies_x && at < k_end ? xs + at : zeros;
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
 #pragma unroll
         for (int m = 0; m < kMats; ++m) {
           float d04[4] = {0.f, 0.f, 0.f, 0.f}, d15[4] = {0.f, 0.f, 0.f, 0.f};
-          qmma_chunk<T>(d04, d15, l[u][i][m].q, x, qmma_zero(FORMAT == kQInt4Zp ? l[u][i][m].zero : FORMAT == kQInt4Offset ? 0u : 8u));
+          if constexpr (kInt8) {
+            qmma_chunk_i8<T>(d04, d15, l[u][i][m].q, x);
+          } else {
+            qmma_chunk<T>(d04, d15, l[u][i][m].q, x, qmma_zero(FORMAT == kQInt4Zp ? l[u][i][m].zero : FORMAT == kQInt4Offset ? 0u : 8u));
+          }
+          if constexpr (FORMAT == kQInt8) {  // per channel: unscaled partials; the row's scale at the end
+            acc[i][m][0] += d04[0] + d15[2];
+            acc[i][m][1] += d04[1] + d15[3];
+            continue;
+          }
           const float scale = qgemv_scale_value<S>(static_cast<unsigned short>(l[u][i][m].scale));  // converted once, then shared
           const float s0 = __shfl_sync(0xffffffffu, scale, 8 * t + g);
           const float s1 = __shfl_sync(0xffffffffu, scale, 8 * t + 4 + g);
@@ -360,6 +428,12 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   }
 
   if (g != 0) return;
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int m = 0; m < kMats; ++m)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) acc[i][m][j] *= row_scale[i][m][j];
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll

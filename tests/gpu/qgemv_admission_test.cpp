@@ -115,12 +115,13 @@ TEST(QGemvAdmission, AGridOfShapesValidates) {
 
 // The tensor-core kernel's candidates among a compile's 8 of each region, for every epilogue (bias,
 // residual, gate/up, multi-segment rows) and the RMSNorm prologue, at 1 and T = 7 tokens (and a
-// static 3), in int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales, and
-// in groups of 32 with offsets (GGUF Q4_1's values).
+// static 3), in int4 groups of 32, 64 and 128 with and without zero points and f16 or bf16 scales, in
+// groups of 32 with offsets (GGUF Q4_1's values), and int8 per channel (f16 and bf16 scales) and in
+// groups of 32 (GGUF Q8_0's values).
 TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
   AC_REQUIRE_GPU();
   using testing::QGemvCase;
-  for (const char* w : {"i4g32_f16", "i4g64z_f16", "i4g128_f16", "i4g128z_bf16", "i4g32m_f16"})
+  for (const char* w : {"i4g32_f16", "i4g64z_f16", "i4g128_f16", "i4g128z_bf16", "i4g32m_f16", "i8_f16", "i8_bf16", "i8g32_f16"})
     for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kGateUp, QGemvCase::kMulti, QGemvCase::kNorm})
       for (const std::string rows : {"1", "3", "T"}) {
         if (c == QGemvCase::kNorm && rows != "1") continue;  // the prologue is matched for one token
@@ -131,7 +132,9 @@ TEST(QGemvAdmission, TensorCoreEpiloguesAndPrologueValidate) {
         const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " rows " + rows;
         const Checked checked = admit_qgemv(*module, "decode", rows == "T" ? 7 : 1, *gpu, label, 8, is_mma);
         EXPECT_EQ(checked.regions, 1) << label;
-        EXPECT_GE(checked.candidates, 2) << label;  // a tensor-core candidate at least, and the fallback
+        // A tensor-core candidate at least, and the cuBLAS fallback, which a static count of several
+        // tokens does not have with quantized weights (its workspace is laid out per token of T).
+        EXPECT_GE(checked.candidates, rows == "3" ? 1 : 2) << label;
         EXPECT_EQ(checked.validated, checked.candidates) << label;
       }
 }
@@ -165,13 +168,13 @@ TEST(QGemvAdmission, GgufRowFormatsValidate) {
   }
 }
 
-// K that is not a multiple of the 128-element slab (the last slab's lanes past K load nothing), and
-// N that is not a multiple of the 8-row tile; every tensor-core candidate, with zero points and with
-// offsets (whose chunk sums past K must be zero).
+// K that is not a multiple of the slab (128 int4 or 64 int8 elements: the last slab's lanes past K load
+// nothing), and N that is not a multiple of the 8-row tile; every tensor-core candidate, with zero
+// points, with offsets (whose chunk sums past K must be zero), and int8 per channel and in groups.
 TEST(QGemvAdmission, TensorCoreOddShapesValidate) {
   AC_REQUIRE_GPU();
   using testing::QGemvCase;
-  for (const char* w : {"i4g32z_f16", "i4g32m_f16"})
+  for (const char* w : {"i4g32z_f16", "i4g32m_f16", "i8_f16", "i8g32_f16"})
     for (const auto& [N, K] : {std::pair<int, int>{72, 800}, {3, 96}, {1000, 1056}, {13, 32}, {130, 4000}})
       for (const QGemvCase c : {QGemvCase::kResidual, QGemvCase::kGateUp}) {
         auto module = ir::parse_module(testing::qgemv_case_module(c, w, N, K, "1"), "qgemv odd shape");
@@ -185,12 +188,14 @@ TEST(QGemvAdmission, TensorCoreOddShapesValidate) {
 }
 
 // Every tensor-core schedule (threads, 1 or 2 tiles, unroll, split) of a gate/up region of
-// Qwen3-1.7B's width and of a residual region with Qwen3-1.7B's down_proj K.
+// Qwen3-1.7B's width and of a residual region with Qwen3-1.7B's down_proj K, in int4 and int8.
 TEST(QGemvAdmission, EveryTensorCoreScheduleValidates) {
   AC_REQUIRE_GPU();
   using testing::QGemvCase;
   for (const auto& [c, w, N, K] : {std::tuple<QGemvCase, const char*, int, int>{QGemvCase::kGateUp, "i4g128_f16", 6144, 2048},
-                                   {QGemvCase::kResidual, "i4g64z_f16", 2048, 6144}}) {
+                                   {QGemvCase::kResidual, "i4g64z_f16", 2048, 6144},
+                                   {QGemvCase::kGateUp, "i8_f16", 6144, 2048},
+                                   {QGemvCase::kResidual, "i8g32_f16", 2048, 6144}}) {
     auto module = ir::parse_module(testing::qgemv_case_module(c, w, N, K, "1"), "qgemv schedules");
     ASSERT_TRUE(module.has_value()) << module.status().to_string();
     const std::string label = std::string(w) + " " + testing::qgemv_case_name(c) + " every schedule";

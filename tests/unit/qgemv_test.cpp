@@ -131,11 +131,12 @@ std::vector<codegen::CompileJob> layer_jobs(const ir::Module& module) {
 
 bool is_mma(const plan::Candidate& c) { return c.params.count("mma") > 0; }
 
-TEST(QGemvPlanning, Int4WithF16ActivationsRanksTheTensorCoreKernelFirst) {
+TEST(QGemvPlanning, Int4AndInt8WithF16ActivationsRankTheTensorCoreKernelFirst) {
   for (const auto& [spec, dtype, mma] : {std::tuple<std::string, ir::DType, bool>{"int4:g128", ir::DType::kF16, true},
                                          {"int4:g32:zp", ir::DType::kF16, true},
                                          {"int4:g64:bf16", ir::DType::kF16, true},
-                                         {"int8", ir::DType::kF16, false},
+                                         {"int8", ir::DType::kF16, true},
+                                         {"int8", ir::DType::kBF16, false},
                                          {"int4:g64", ir::DType::kBF16, false}}) {
     const ir::Module module = quantized_module("qwen3-1.7b.json", spec, dtype);
     for (const auto& [function, tokens] : {std::pair<std::string, int64_t>{"decode", 1}, {"prefill", 64}})
@@ -193,6 +194,10 @@ TEST(QGemvPlanning, TheTensorCoreKernelCoversEveryEpilogueAndTheNormPrologue) {
       const auto candidates = mma_candidates(testing::qgemv_case_module(c, "i4g64z_f16", 200, 1024, rows), rows == "T" ? 7 : 1, variant,
                                              c == QGemvCase::kNorm);
       EXPECT_GT(candidates.size(), 4u) << testing::qgemv_case_name(c) << " rows " << rows;
+      // int8 per channel and in groups of 32 (GGUF Q8_0's values) take every epilogue too.
+      for (const char* format : {"i8_f16", "i8g32_f16"})
+        EXPECT_GT(mma_candidates(testing::qgemv_case_module(c, format, 200, 1024, rows), rows == "T" ? 7 : 1, variant, c == QGemvCase::kNorm).size(), 4u)
+            << format << " " << testing::qgemv_case_name(c) << " rows " << rows;
     }
   // K not a multiple of the 128-element slab: one slab per step, no split.
   const auto odd_k = mma_candidates(testing::qgemv_case_module(QGemvCase::kResidual, "i4g32_f16", 64, 800, "1"), 1, "residual", false);
@@ -223,8 +228,9 @@ TEST(QGemvNvrtc, TensorCoreCandidatesCompileForSm90aAndSm80) {
   };
   // Every schedule of one region (tiles, unroll, split, threads), then the best of every epilogue and format.
   for (const auto& c : mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i4g128_f16", 256, 2048, "1"), 1, "gate_up", false)) add(c);
+  for (const auto& c : mma_candidates(testing::qgemv_case_module(QGemvCase::kGateUp, "i8_f16", 256, 2048, "1"), 1, "gate_up", false)) add(c);
   for (const QGemvCase c : {QGemvCase::kBias, QGemvCase::kResidual, QGemvCase::kMulti, QGemvCase::kNorm})
-    for (const char* w : {"i4g32_f16", "i4g64z_bf16", "i4g128z_f16", "i4g32m_f16"}) {
+    for (const char* w : {"i4g32_f16", "i4g64z_bf16", "i4g128z_f16", "i4g32m_f16", "i8_f16", "i8_bf16", "i8g32_f16"}) {
       const std::string variant = c == QGemvCase::kBias || c == QGemvCase::kNorm ? "plain" : c == QGemvCase::kMulti ? "multi" : "residual";
       const auto candidates = mma_candidates(testing::qgemv_case_module(c, w, 200, 1024, "1"), 1, variant, c == QGemvCase::kNorm);
       if (!candidates.empty()) add(candidates.front());

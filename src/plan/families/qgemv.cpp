@@ -4,8 +4,9 @@
 // Decode is one block row; a region of T tokens launches T block rows, each reading the weights
 // again (until a dequantizing GEMM family exists, that is the prefill path of a quantized model).
 // The weights are read at their own size, 16 bytes per load, and dequantized in registers; int4
-// groups with f16 activations also get the tensor-core kernel (qgemv_mma.cuh) as candidates of
-// their own form ("mma", the others "scalar"), so a capped space keeps the best of each.
+// groups and int8 (per channel or in groups) with f16 activations also get the tensor-core kernel
+// (qgemv_mma.cuh) as candidates of their own form ("mma", the others "scalar"), so a capped space keeps
+// the best of each.
 // Planning side: matching, the parameter space and launch geometry; the record is in qgemv.h, and
 // codegen/renderers/qgemv.cpp writes the source.
 #include "plan/families/qgemv.h"
@@ -75,7 +76,7 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
   }
 
   // The tensor-core kernel's schedules (qgemv_mma.cuh): threads {128, 256} x rows {8, 16} (one or
-  // two mma tiles per warp) x unroll {1, 2, 4} (128-element slabs in flight) x split {1, 2, 4}
+  // two mma tiles per warp) x unroll {1, 2, 4} (slabs of 128 int4 or 64 int8 elements in flight) x split {1, 2, 4}
   // (warps over K, in whole slabs), where the split's warps divide, the slabs divide into splits of
   // whole batches, and a lane keeps at most 8 16-byte loads in flight (double-buffered: 16 loads'
   // registers). Heuristic: the scalar kernel's fill term, more loads in flight preferred (the mmas
@@ -87,7 +88,7 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
     const MatmulMatch& m = matched.match;
     const int64_t K = m.K, N = m.N;
     const int mats = m.epilogue == MatmulEpilogue::kGateUp ? 2 : 1;
-    const int64_t slabs = (K + 127) / 128;
+    const int64_t slabs = (K + 4 * chunk_elements(m.w_dtype) - 1) / (4 * chunk_elements(m.w_dtype));  // a warp's step: 4 chunks
     // x (padded, and 32 zeros), the split's partial sums and the norm's block scratch in static shared memory.
     if (K * 2 + 2048 > 48 * 1024) return;
     for (int threads : {128, 256})
@@ -147,7 +148,8 @@ bool qgemv_reads(ir::DType w_dtype) {
 bool qgemv_mma_reads(const MatmulMatch& match) {
   if (!ir::is_quantized(match.w_dtype) || match.dtype != ir::DType::kF16) return false;
   const ir::QuantLayout layout = ir::quant_layout(match.w_dtype);
-  return layout.kind == ir::QuantLayout::Kind::kInt4Group;
+  return layout.kind == ir::QuantLayout::Kind::kInt4Group || layout.kind == ir::QuantLayout::Kind::kInt8Channel ||
+         layout.kind == ir::QuantLayout::Kind::kInt8Group;
 }
 
 const char* qgemv_format_code(ir::DType w_dtype) {

@@ -32,7 +32,7 @@ struct QGemvConfig final : FamilyConfig {
 // The quantized formats the family reads (int8 per channel or in groups, int4 groups with zero points,
 // offsets or neither).
 bool qgemv_reads(ir::DType w_dtype);
-// Whether the tensor-core kernel implements a match: int4 groups and f16 activations.
+// Whether the tensor-core kernel implements a match: int4 groups or int8 (per channel or in groups), f16 activations.
 bool qgemv_mma_reads(const MatmulMatch& match);
 // The format code of dequant.cuh (ac::kQInt8, ...) for a row format the family reads.
 const char* qgemv_format_code(ir::DType w_dtype);
