@@ -81,9 +81,15 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
   // whole batches, and a lane keeps at most 8 16-byte loads in flight (double-buffered: 16 loads'
   // registers). Heuristic: the scalar kernel's fill term, more loads in flight preferred (the mmas
   // leave the issue slots to the loads), no penalty for splitting K (a warp's 8 rows are coarse
-  // grains: the splits are what fill the machine), ranked above the scalar kernel: it issues ~3x
-  // fewer instructions per element, and instructions, not bytes, bound the scalar int4 GEMV
-  // (~1.0-1.4 TB/s on an H200). Not yet measured on a GPU: admission times both.
+  // grains: the splits are what fill the machine). For int4 ranked above the scalar kernel: it issues
+  // ~3x fewer instructions per element, and it was selected in 3 of Qwen3-1.7B's 4 decode GEMVs on an
+  // H200. For int8 ranked level with it: there the scalar kernel issues half as much per byte as for
+  // int4, and on an H200 the tensor-core one won only the largest matrices (the 151936-row head of a
+  // Q8_0 file 96 against 130 us, Qwen3-1.7B's int8 gate/up 10.0 against 10.7) and lost the others
+  // (QKV 5.5 against 4.7-5.1, down 9.1 against 6.9); ranked above, it took six of a region's eight
+  // places and pushed the best scalar schedules out (bench/results/2026-11-28-h200/session12/). Ranked
+  // level, the capped space of Qwen3-1.7B's int8 decode regions still holds each region's fastest
+  // kernel of those runs (both forms); a GPU has not timed the compile with this ranking yet.
   void add_mma_choices(const QGemvConfig& matched, const DeviceProfile& device, std::vector<Choice>& out) const {
     const MatmulMatch& m = matched.match;
     const int64_t K = m.K, N = m.N;
@@ -104,7 +110,8 @@ class QGemvFamily final : public TypedFamily<QGemvConfig, QGemvConfig> {
             const GemvSchedule schedule{threads, rows, unroll, split};
             Choice c{QGemvConfig(m, schedule, matched.tokens_static, QGemvKernel::kMma)};
             const double flight = loads >= 8 ? 1.0 : loads == 4 ? 0.95 : loads == 2 ? 0.85 : 0.7;
-            c.score = 1.1 * gemv_fill(blocks, device) * flight + (threads == 256 ? 0.01 : 0.0);
+            const double rank = ir::quant_layout(m.w_dtype).bits == 8 ? 1.0 : 1.1;
+            c.score = rank * gemv_fill(blocks, device) * flight + (threads == 256 ? 0.01 : 0.0);
             c.notes.push_back(std::to_string(blocks) + " blocks per token, " + std::to_string(loads) + " 16-byte loads in flight per lane, " +
                               format_tag(m.w_dtype) + " dequantized to f16 pairs for mma.sync m16n8k16");
             c.form = "mma";
