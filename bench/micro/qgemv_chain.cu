@@ -6,8 +6,10 @@
 // the compiler's candidates for these shapes, its pick first) and the scalar kernel; every configuration
 // of a shape is checked against the first one's output. QGEMV_NCU=1 launches each once (for Nsight
 // Compute) instead of timing. bench/results/2026-11-28-h200/session11/qgemv-chain/ has what it showed and
-// the variants tried with it (a shared-memory-fed mode, not kept).
-//   nvcc -O3 -std=c++20 --use_fast_math -gencode arch=compute_90a,code=sm_90a -Isrc/kernels \
+// the variants tried with it (a shared-memory-fed mode, not kept). Then the layer section: the picks chained
+// as a decode layer from DRAM, from L2 (one layer's weights 28 times), and with a second graph stream warming
+// the next layer in L2 (QGEMV_LAYER_ONLY=1 runs only it; bench/results/2026-11-28-h200/session12/qgemv-layer/).
+//   nvcc -O3 -std=c++20 --use_fast_math -gencode arch=compute_90a,code=sm_90a -Isrc/kernels -Ibench/micro \
 //        bench/micro/qgemv_chain.cu -o qgemv_chain && ./qgemv_chain
 #include "decode_chain.cuh"
 #include "qgemv.cuh"
