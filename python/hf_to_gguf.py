@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes a Hugging Face Qwen3 / Qwen2 checkpoint (safetensors, e.g. from `agentcompile init-random`) as a
-GGUF file with its 2-D weights in one GGML type (Q8_0, Q4_0, Q4_1 or F16; gguf-py's own quantizer) and
+GGUF file with its 2-D weights in one GGML type (Q8_0, Q4_0, Q4_1 or F16 through gguf-py's own quantizer;
+Q4_K through python/gguf_kquants.py, as gguf-py has none) and
 every other tensor in F32, with llama.cpp's tensor names and the metadata agentcompile's GGUF frontend
 reads, and no tokenizer. For measuring a GGUF model's decode in its own formats on the GPU machine
 (scripts/gpu-gguf-native-check); not a general converter (no llama q/k permutation, no tokenizer).
@@ -20,6 +21,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as QT
 from gguf.quants import quantize
 from gguf_files import new_gguf
+from gguf_kquants import QK_K, quantize_q4_k
 from safetensors.numpy import load_file
 
 NAMES = {
@@ -47,13 +49,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--type", choices=["q8_0", "q4_0", "q4_1", "f16"], default="q8_0")
+    parser.add_argument("--type", choices=["q8_0", "q4_0", "q4_1", "q4_k", "f16"], default="q8_0")
     args = parser.parse_args()
     config = json.loads((args.checkpoint / "config.json").read_text())
     arch = config["model_type"]
     if arch not in ("qwen3", "qwen2"):
         raise SystemExit(f"{args.checkpoint}: model_type {arch!r}; this writer handles qwen3 and qwen2")
-    qtype = {"q8_0": QT.Q8_0, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "f16": QT.F16}[args.type]
+    qtype = {"q8_0": QT.Q8_0, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "f16": QT.F16}[args.type]
+    if qtype == QT.Q4_K:
+        # Every 2-D weight's rows must be whole super-blocks; refuse before writing anything.
+        for shard in sorted(args.checkpoint.glob("model*.safetensors")):
+            for hf, t in load_file(str(shard)).items():
+                if t.ndim == 2 and t.shape[1] % QK_K != 0:
+                    raise SystemExit(f"--type q4_k: {hf} has rows of {t.shape[1]} values, not a multiple of {QK_K}")
     with new_gguf(args.out, arch) as writer:
         heads = config["num_attention_heads"]
         head_dim = config.get("head_dim") or config["hidden_size"] // heads
@@ -77,7 +85,9 @@ def main() -> None:
         for hf in sorted(tensors):
             data = tensors[hf].astype(np.float32)
             name = gguf_name(hf)
-            if data.ndim == 2 and qtype != QT.F16:
+            if data.ndim == 2 and qtype == QT.Q4_K:
+                writer.add_tensor(name, quantize_q4_k(data), raw_dtype=qtype)
+            elif data.ndim == 2 and qtype != QT.F16:
                 writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
             elif data.ndim == 2:
                 writer.add_tensor(name, data.astype(np.float16))

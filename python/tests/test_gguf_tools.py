@@ -1,6 +1,6 @@
 """The GGUF writers used for GPU checks of GGUF files read at their own size (scripts/gpu-gguf-native-check):
-python/hf_to_gguf.py (a checkpoint as GGUF blocks) and python/gguf_excerpt.py (a few blocks of a real file,
-bytes as stored). Skipped where numpy, safetensors or the gguf package is missing (scripts/setup installs
+python/hf_to_gguf.py (a checkpoint as GGUF blocks), python/gguf_kquants.py (its Q4_K quantizer) and
+python/gguf_excerpt.py (a few blocks of a real file, bytes as stored). Skipped where numpy, safetensors or the gguf package is missing (scripts/setup installs
 them with the reference tools)."""
 import importlib.util
 import json
@@ -55,6 +55,46 @@ class GgufToolsTest(unittest.TestCase):
                 norm = tensors["blk.0.attn_q_norm.weight"]
                 self.assertEqual(norm.tensor_type, QT.F32)
                 np.testing.assert_array_equal(np.asarray(norm.data), hf["model.layers.0.self_attn.q_norm.weight"].astype(np.float32))
+
+    def test_q4_k_rounds_each_value_within_half_its_step(self):
+        import numpy as np
+        from gguf import GGMLQuantizationType as QT
+        from gguf.quants import Q4_K, dequantize
+
+        sys.path.insert(0, str(ROOT / "python"))
+        from gguf_kquants import quantize_q4_k
+
+        rng = np.random.default_rng(0)
+        for scale in (1.0, 0.02, 1e-4):
+            x = (rng.standard_normal((6, 512)) * scale).astype(np.float32)
+            x[0, :32] = np.abs(x[0, :32])    # a sub-block above zero (no offset)
+            x[1, 32:64] = -np.abs(x[1, 32:64])  # one below zero
+            x[2, 64:96] = 0                  # one all zeros
+            x[3, :256] = 0                   # a whole block of zeros (d = dmin = 0)
+            blocks = quantize_q4_k(x)
+            self.assertEqual(blocks.shape, (6, 2 * 144))
+            got = dequantize(blocks, QT.Q4_K).reshape(x.shape)
+            # The step of each sub-block, read back from the blocks as gguf does: d * sc.
+            raw = blocks.reshape(-1, 144)
+            d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)
+            sc, _ = Q4_K.get_scale_min(raw[:, 4:16].copy())
+            step = (d * sc.astype(np.float32)).reshape(-1)
+            err = np.abs(got - x).reshape(-1, 32).max(axis=1)
+            self.assertTrue(np.all(err <= 0.5 * step * (1 + 1e-5) + 1e-12), f"scale {scale}: worst {(err - 0.5 * step).max()}")
+            self.assertTrue(np.all(got[3, :256] == 0))
+        with self.assertRaises(ValueError):
+            quantize_q4_k(np.zeros((2, 100), dtype=np.float32))
+        with self.assertRaises(ValueError):
+            quantize_q4_k(np.full((1, 256), np.nan, dtype=np.float32))
+
+    def test_q4_k_refuses_rows_that_are_not_whole_super_blocks(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = pathlib.Path(tmp) / "tiny-q4_k.gguf"
+            done = subprocess.run([sys.executable, str(ROOT / "python/hf_to_gguf.py"), str(ROOT / "tests/fixtures/models/tiny-qwen3"), str(out),
+                                   "--type", "q4_k"], capture_output=True, text=True)
+            self.assertNotEqual(done.returncode, 0)
+            self.assertIn("not a multiple of 256", done.stderr)
+            self.assertFalse(out.exists())
 
     def test_an_excerpt_keeps_the_bytes_it_keeps(self):
         import numpy as np
