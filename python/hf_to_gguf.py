@@ -56,12 +56,14 @@ def main() -> None:
     if arch not in ("qwen3", "qwen2"):
         raise SystemExit(f"{args.checkpoint}: model_type {arch!r}; this writer handles qwen3 and qwen2")
     qtype = {"q8_0": QT.Q8_0, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "f16": QT.F16}[args.type]
+    tensors = {}
+    for shard in sorted(args.checkpoint.glob("model*.safetensors")):
+        tensors.update(load_file(str(shard)))
     if qtype == QT.Q4_K:
         # Every 2-D weight's rows must be whole super-blocks; refuse before writing anything.
-        for shard in sorted(args.checkpoint.glob("model*.safetensors")):
-            for hf, t in load_file(str(shard)).items():
-                if t.ndim == 2 and t.shape[1] % QK_K != 0:
-                    raise SystemExit(f"--type q4_k: {hf} has rows of {t.shape[1]} values, not a multiple of {QK_K}")
+        for hf, t in tensors.items():
+            if t.ndim == 2 and t.shape[1] % QK_K != 0:
+                raise SystemExit(f"--type q4_k: {hf} has rows of {t.shape[1]} values, not a multiple of {QK_K}")
     with new_gguf(args.out, arch) as writer:
         heads = config["num_attention_heads"]
         head_dim = config.get("head_dim") or config["hidden_size"] // heads
@@ -79,9 +81,6 @@ def main() -> None:
             writer.add_bos_token_id(config["bos_token_id"])
         if config.get("eos_token_id") is not None:
             writer.add_eos_token_id(config["eos_token_id"] if isinstance(config["eos_token_id"], int) else config["eos_token_id"][0])
-        tensors = {}
-        for shard in sorted(args.checkpoint.glob("model*.safetensors")):
-            tensors.update(load_file(str(shard)))
         for hf in sorted(tensors):
             data = tensors[hf].astype(np.float32)
             name = gguf_name(hf)

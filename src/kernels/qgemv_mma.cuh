@@ -284,8 +284,9 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   if (PROLOGUE != kGemvNoNorm) load_norm_weights(p.norm_w, K, norm_weights);
   if (PROLOGUE == kGemvResidualNorm) load_norm_weights(p.post_w, K, post_weights);
 
-  // The lanes 0..3 write rows 2t, 2t+1 of each tile; their biases are weights too: loaded before the wait.
-  float bias_v[kTiles][kMats][2];
+  // The lanes 0..3 write rows 2t, 2t+1 of each tile; their biases (and int8 per channel's row scales)
+  // are weights too: loaded before the wait.
+  float bias_v[kTiles][kMats][2], row_scale[kTiles][kMats][2];
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
@@ -293,28 +294,15 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         bias_v[i][m][j] = 0.f;
+        row_scale[i][m][j] = 1.f;
         int row = row0 + i * 8 + 2 * t + j;
         if (g != 0 || row >= total_rows) continue;
         const int seg = EPILOGUE == kGemvGateUp ? 0 : gemv_segment(p.rows, row);  // row: within its segment
-        const T* bias = gemv_pick(p.bias, EPILOGUE == kGemvGateUp ? m : seg);
+        const int mat = EPILOGUE == kGemvGateUp ? m : seg;
+        const T* bias = gemv_pick(p.bias, mat);
         if (bias) bias_v[i][m][j] = to_float(bias[row]);
-      }
-  // int8 per channel: the scales of the rows these lanes write (weights: before the wait too).
-  float row_scale[kTiles][kMats][2];
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-    for (int m = 0; m < kMats; ++m)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        row_scale[i][m][j] = 1.f;
-        if constexpr (FORMAT == kQInt8) {
-          int row = row0 + i * 8 + 2 * t + j;
-          if (g != 0 || row >= total_rows) continue;
-          const int seg = EPILOGUE == kGemvGateUp ? 0 : gemv_segment(p.rows, row);  // row: within its segment
-          const unsigned char* w = gemv_pick(qp.w, EPILOGUE == kGemvGateUp ? m : seg) + static_cast<long long>(row) * ROW_BYTES;
-          row_scale[i][m][j] = qgemv_scale_value<S>(qgemv_scale_bits(w + K));
-        }
+        if constexpr (FORMAT == kQInt8)
+          row_scale[i][m][j] = qgemv_scale_value<S>(qgemv_scale_bits(gemv_pick(qp.w, mat) + static_cast<long long>(row) * ROW_BYTES + K));
       }
 
   launch_dependent_grids();
@@ -428,12 +416,8 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
   }
 
   if (g != 0) return;
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-    for (int m = 0; m < kMats; ++m)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) acc[i][m][j] *= row_scale[i][m][j];
+  // The row's product (times its scale, int8 per channel; 1 otherwise) plus its bias.
+  auto product = [&](int i, int m, int j) { return acc[i][m][j] * row_scale[i][m][j] + bias_v[i][m][j]; };
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
@@ -441,12 +425,10 @@ __device__ __forceinline__ void qgemv_mma(const QGemvParams<T, OutT, W>& qp) {
       int row = row0 + i * 8 + 2 * t + j;
       if (row >= total_rows) continue;
       if (EPILOGUE == kGemvGateUp) {
-        const float gate = acc[i][0][j] + bias_v[i][0][j];
-        const float up = acc[i][kMats - 1][j] + bias_v[i][kMats - 1][j];
-        p.y[0][row] = from_float<OutT>(gate_activation<ACT>(gate) * up);
+        p.y[0][row] = from_float<OutT>(gate_activation<ACT>(product(i, 0, j)) * product(i, kMats - 1, j));
         continue;
       }
-      float v = acc[i][0][j] + bias_v[i][0][j];
+      float v = product(i, 0, j);
       if (EPILOGUE == kGemvResidual) v += residual_v[i][j];
       const int seg = gemv_segment(p.rows, row);  // row: within its segment
       gemv_pick(p.y, seg)[row] = from_float<OutT>(v);
