@@ -9,6 +9,9 @@ tests/fixtures/gguf/
                             are written through llama.cpp's permute, as convert_hf_to_gguf.py does
   tiny_llama_q8_0.gguf      the same model with every matrix stored as Q8_0 (the permute applies to
                             whole rows of blocks), for running GGUF blocks natively
+  tiny_llama_q4_k.gguf      a 256-wide model of the same patterns with every matrix stored as Q4_K (rows of
+                            whole 256-element super-blocks; python/gguf_kquants.py, gguf-py having no Q4_K
+                            quantizer), its head tied to the table: the GPU path's transcoding of Q4_K
 tests/fuzz/corpus/gguf/     two tiny seeds for fuzz_gguf_header
 
 Needs numpy and the `gguf` package. Deterministic: rerunning rewrites identical bytes.
@@ -24,6 +27,7 @@ from gguf import GGMLQuantizationType as QT
 from gguf import GGUFReader, GGUFValueType, GGUFWriter
 from gguf.quants import dequantize, quantize
 from gguf_files import write
+from gguf_kquants import quantize_q4_k
 
 
 def random_k_blocks(rng: np.random.Generator, n_blocks: int, qtype: QT) -> np.ndarray:
@@ -142,7 +146,9 @@ def tiny_llama(path: Path, hidden: int, heads: int, kv_heads: int, ffn: int, voc
         "output_norm.weight": pattern(3, hidden),
     }
     for name, data in tensors.items():
-        if matrices is not None and data.ndim == 2:
+        if matrices == QT.Q4_K and data.ndim == 2:
+            writer.add_tensor(name, quantize_q4_k(data / 512), raw_dtype=matrices)
+        elif matrices is not None and data.ndim == 2:
             writer.add_tensor(name, quantize(data / 512, matrices), raw_dtype=matrices)  # scaled into a sane range
         else:
             writer.add_tensor(name, data.astype(dtype))
@@ -162,6 +168,7 @@ def main() -> None:
     metadata(out)
     tiny_llama(out / "tiny_llama.gguf", hidden=32, heads=4, kv_heads=2, ffn=32, vocab=16, dtype=np.float32)
     tiny_llama(out / "tiny_llama_q8_0.gguf", hidden=32, heads=4, kv_heads=2, ffn=32, vocab=16, dtype=np.float32, matrices=QT.Q8_0)
+    tiny_llama(out / "tiny_llama_q4_k.gguf", hidden=256, heads=4, kv_heads=2, ffn=256, vocab=16, dtype=np.float32, matrices=QT.Q4_K)
     tiny_llama(seeds / "tiny_llama_f16.gguf", hidden=8, heads=2, kv_heads=1, ffn=8, vocab=4, dtype=np.float16)
     (seeds / "metadata.gguf").write_bytes((out / "metadata.gguf").read_bytes())
     total = sum(f.stat().st_size for f in out.iterdir())

@@ -288,9 +288,10 @@ Status apply_weight_formats(ir::Module& module, const std::map<std::string, DTyp
   }
   if ((options.dequantize && !options.quantize) || (stored.empty() && !options.quantize)) return Status::ok();
   if (options.gpu && !options.quantize && !options.quantize_head) {
-    // A GGUF table in Q8_0 / Q4_0 / Q4_1 that a head is tied to: the embedding gathers it dequantized
-    // (no GPU kernel gathers blocks), and the head reads a copy of its own in the row format holding the
-    // same values, at the blocks' size (--quantize-head's copy, transcoded rather than quantized).
+    // A GGUF table in Q8_0 / Q4_0 / Q4_1 / Q4_K that a head is tied to: the embedding gathers it
+    // dequantized (no GPU kernel gathers blocks), and the head reads a copy of its own in the row format
+    // holding its values (Q4_K's scales rounded to f16, ir::transcode_ggml_rows), at the blocks' size
+    // (--quantize-head's copy, transcoded rather than quantized).
     const std::map<std::string, ParamReads> reads = param_reads(module);
     const auto table = std::find_if(reads.begin(), reads.end(), [&](const auto& entry) {
       return stored.count(entry.first) && entry.second.output_projection && !only_reads(entry.second, {{ir::OpKind::kLinear, 1}});
@@ -310,9 +311,9 @@ Status apply_weight_formats(ir::Module& module, const std::map<std::string, DTyp
       if (!only_reads(how, {{ir::OpKind::kLinear, 1}, {ir::OpKind::kEmbedding, 0}})) continue;  // dequantized at load
       format = kept->second;
       if (options.gpu && !gpu_reads_natively(format)) {
-        // Q8_0 / Q4_0 / Q4_1 matrices that only linears read run as the row format holding their values
-        // (read_packed transcodes the blocks); tables read by an embedding, and the K-quants, are
-        // dequantized at load: no GPU kernel reads them yet.
+        // Q8_0 / Q4_0 / Q4_1 / Q4_K matrices that only linears read run as the row format holding their
+        // values (read_packed transcodes the blocks; Q4_K's scales rounded to f16); tables read by an
+        // embedding, and Q5_K / Q6_K, are dequantized at load: no GPU kernel reads them yet.
         const std::optional<DType> row_format = ir::ggml_row_format(format);
         if (!row_format || !only_reads(how, {{ir::OpKind::kLinear, 1}})) continue;
         format = *row_format;

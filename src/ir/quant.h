@@ -23,7 +23,8 @@
 // exactly from S) by the small integer (then, for i4g32m, one f32 add of m).
 // The last two hold GGUF blocks' values exactly, in the layout the GPU kernels read: Q8_0 as i8g32_f16,
 // Q4_0 as i4g32_f16 and Q4_1 as i4g32m_f16 (transcode_ggml_rows; same bytes per element as the
-// blocks). They are not formats a checkpoint is quantized to.
+// blocks). Q4_K goes to i4g32m_f16 too, with its products d·sc and dmin·m rounded to f16 (its only
+// inexact case, see transcode_ggml_rows). They are not formats a checkpoint is quantized to.
 #pragma once
 
 #include <cstdint>
@@ -64,17 +65,24 @@ Status dequantize_rows(DType dtype, const uint8_t* src, int64_t rows, int64_t K,
 // length: `count` a multiple of the block). The GGUF reader's entry point.
 Status dequantize(DType dtype, const uint8_t* src, int64_t count, float* dst);
 
-// The row format that holds a GGUF block type's values exactly (Q8_0 -> i8g32_f16, Q4_0 -> i4g32_f16,
-// Q4_1 -> i4g32m_f16), or nullopt for the types no row format holds (the K-quants).
+// The row format a GPU kernel reads a GGUF block type as (Q8_0 -> i8g32_f16, Q4_0 -> i4g32_f16, Q4_1 and
+// Q4_K -> i4g32m_f16), or nullopt for the types no row format holds (Q5_K, Q6_K: dequantized at load).
 std::optional<DType> ggml_row_format(DType ggml);
 // Whether a row format exists only to hold GGUF blocks' values (i8g32_f16, i4g32m_f16): nothing is
 // quantized to it, and only GGUF blocks are read into it.
 bool holds_ggml_blocks_only(DType row_format);
 
-// Rewrites `rows` rows of K elements of GGUF blocks of type `from` (rows × K / 32 blocks at `src`) as
+// Rewrites `rows` rows of K elements of GGUF blocks of type `from` (rows × K / block blocks at `src`) as
 // rows of ggml_row_format(from) at `dst` (rows × row_bytes bytes): the same values, bit for bit after
 // dequantization, moved into the row layout (Q4_0 / Q4_1's nibbles reordered within their block).
+// Q4_K's sub-block of 32 becomes a group: scale d·sc_j and offset −dmin·m_j, each an exact f32 product
+// rounded once to f16 (a relative change of at most 2^-11 of each; llama.cpp keeps them in f32), so an
+// element moves by at most 2^-11 · (15·|d·sc_j| + |dmin·m_j|). A product beyond f16's range is an
+// error naming the block (--dequantize then keeps the tensor's exact values at f16).
 Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t K, uint8_t* dst);
+
+// The 6-bit scale and min of sub-block j (0..7) from the 12 bytes Q4_K and Q5_K pack them in.
+void ggml_k_scale_min(const uint8_t* packed, int j, int& sc, int& mn);
 
 // How far a quantized tensor lies from the values it was made from.
 struct QuantError {

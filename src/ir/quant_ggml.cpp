@@ -61,19 +61,6 @@ void dequant_q4_1(const uint8_t* src, int64_t blocks, float* dst) {
   }
 }
 
-// The 6-bit scale and min of sub-block j from the 12 bytes Q4_K and Q5_K pack them in: packed[0..3]
-// hold sc 0-3 in the low 6 bits and the top 2 bits of sc 4-7 above them; packed[4..7] the same for
-// the mins; packed[8..11] the low 4 bits of sc 4-7 (low nibble) and of mins 4-7 (high nibble).
-void k_scale_min(const uint8_t* packed, int j, int& sc, int& mn) {
-  if (j < 4) {
-    sc = packed[j] & 0x3f;
-    mn = packed[j + 4] & 0x3f;
-  } else {
-    sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 2) & 0x30);
-    mn = (packed[j + 4] >> 4) | ((packed[j] >> 2) & 0x30);
-  }
-}
-
 // Q4_K, 144 bytes per 256: f16 d | f16 dmin | 12 bytes of eight 6-bit scales and eight 6-bit mins |
 // 128 bytes of nibbles. Sub-block j (32 elements) reads the low (j even) or high (j odd) nibbles of
 // bytes [32·(j/2), 32·(j/2) + 32); x = (d·sc_j)·q − dmin·m_j.
@@ -85,7 +72,7 @@ void dequant_q4_k(const uint8_t* src, int64_t blocks, float* dst) {
     const uint8_t* qs = src + 16;
     for (int j = 0; j < 8; ++j) {
       int sc, mn;
-      k_scale_min(packed, j, sc, mn);
+      ggml_k_scale_min(packed, j, sc, mn);
       const float scale = d * static_cast<float>(sc);
       const float offset = dmin * static_cast<float>(mn);
       const uint8_t* q = qs + 32 * (j / 2);
@@ -110,7 +97,7 @@ void dequant_q5_k(const uint8_t* src, int64_t blocks, float* dst) {
     const uint8_t* qs = src + 48;
     for (int j = 0; j < 8; ++j) {
       int sc, mn;
-      k_scale_min(packed, j, sc, mn);
+      ggml_k_scale_min(packed, j, sc, mn);
       const float scale = d * static_cast<float>(sc);
       const float offset = dmin * static_cast<float>(mn);
       const uint8_t* q = qs + 32 * (j / 2);
@@ -145,6 +132,20 @@ void dequant_q6_k(const uint8_t* src, int64_t blocks, float* dst) {
 }
 
 }  // namespace
+
+// Q4_K and Q5_K pack their scales and mins thus: packed[0..3] hold sc 0-3 in the low 6 bits and the top 2
+// bits of sc 4-7 above them; packed[4..7] the same for the mins; packed[8..11] the low 4 bits of sc 4-7
+// (low nibble) and of mins 4-7 (high nibble).
+void ggml_k_scale_min(const uint8_t* packed, int j, int& sc, int& mn) {
+  if (j < 4) {
+    sc = packed[j] & 0x3f;
+    mn = packed[j + 4] & 0x3f;
+  } else {
+    sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 2) & 0x30);
+    mn = (packed[j + 4] >> 4) | ((packed[j] >> 2) & 0x30);
+  }
+}
+
 
 Status dequantize(DType type, const uint8_t* src, int64_t count, float* dst) {
   const QuantLayout::Kind kind = quant_layout(type).kind;

@@ -337,7 +337,8 @@ std::optional<DType> ggml_row_format(DType ggml) {
   switch (ggml) {
     case DType::kQ8_0: return DType::kI8G32_F16;
     case DType::kQ4_0: return DType::kI4G32_F16;
-    case DType::kQ4_1: return DType::kI4G32M_F16;
+    case DType::kQ4_1:
+    case DType::kQ4_K: return DType::kI4G32M_F16;
     default: return std::nullopt;
   }
 }
@@ -347,12 +348,59 @@ bool holds_ggml_blocks_only(DType row_format) {
   return layout.kind == QuantLayout::Kind::kInt8Group || layout.offsets;
 }
 
+namespace {
+
+// One 16-byte nibble row of a group as i4g32m stores it: element i's nibble in the low (even i) or high
+// (odd i) half of byte i / 2.
+void store_group_nibbles(const int (&n)[32], uint8_t* nibbles) {
+  for (int i = 0; i < 32; ++i) nibbles[i / 2] |= static_cast<uint8_t>(n[i] << (4 * (i % 2)));
+}
+
+// Q4_K (144 bytes per 256: f16 d | f16 dmin | 12 bytes of 6-bit scales and mins | 128 bytes of nibbles,
+// sub-block j reading the low (even j) or high (odd j) nibbles of bytes [32·(j/2), 32·(j/2) + 32)) as
+// i4g32m_f16: each sub-block a group with scale f16(d·sc_j) and offset f16(−dmin·m_j).
+Status transcode_q4_k_rows(const uint8_t* src, int64_t rows, int64_t K, const RowParts& parts, uint8_t* dst) {
+  const int64_t blocks = K / 256;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = dst + r * parts.bytes;
+    std::memset(row, 0, static_cast<size_t>(parts.bytes));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* in = src + (r * blocks + b) * 144;
+      uint16_t d_bits, dmin_bits;
+      std::memcpy(&d_bits, in, 2);
+      std::memcpy(&dmin_bits, in + 2, 2);
+      const float d = half_to_float(d_bits), dmin = half_to_float(dmin_bits);
+      for (int j = 0; j < 8; ++j) {
+        int sc, mn;
+        ggml_k_scale_min(in + 4, j, sc, mn);
+        const float scale = d * static_cast<float>(sc), offset = -(dmin * static_cast<float>(mn));  // exact in f32
+        const uint16_t scale_h = float_to_half(scale), offset_h = float_to_half(offset);
+        if (!std::isfinite(half_to_float(scale_h)) || !std::isfinite(half_to_float(offset_h)))
+          return error(ErrorCode::kInvalidArgument, "transcode q4_k: row " + std::to_string(r) + " block " + std::to_string(b) +
+                                                        " sub-block " + std::to_string(j) + ": d·sc = " + std::to_string(scale) +
+                                                        " or dmin·m = " + std::to_string(-offset) + " is beyond f16's range");
+        const int64_t g = b * 8 + j;
+        std::memcpy(row + parts.scales_at + 2 * g, &scale_h, 2);
+        std::memcpy(row + parts.zeros_at + 2 * g, &offset_h, 2);
+        const uint8_t* q = in + 16 + 32 * (j / 2);
+        int n[32];
+        for (int i = 0; i < 32; ++i) n[i] = (q[i] >> (4 * (j % 2))) & 0x0f;
+        store_group_nibbles(n, row + 16 * g);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t K, uint8_t* dst) {
   const std::optional<DType> to = ggml_row_format(from);
   if (!to) return error(ErrorCode::kUnsupported, "transcode: no row format holds " + std::string(dtype_name(from)) + " blocks");
   if (std::string problem = row_length_problem(from, K); !problem.empty())
     return error(ErrorCode::kInvalidArgument, "transcode " + std::string(dtype_name(from)) + ": " + problem);
   const RowParts parts = row_parts(quant_layout(*to), K);
+  if (from == DType::kQ4_K) return transcode_q4_k_rows(src, rows, K, parts, dst);
   const int64_t blocks = K / 32, block_bytes = static_cast<int64_t>(dtype_size(from));
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* in = src + r * blocks * block_bytes;
@@ -365,14 +413,11 @@ Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t
         continue;
       }
       if (from == DType::kQ4_1) std::memcpy(row + parts.zeros_at + 2 * b, in + 2, 2);  // m
-      // The block's element i < 16 is the low nibble of byte i, element i + 16 its high nibble; the
-      // row's element k is the low (even k) or high (odd k) nibble of byte k / 2.
+      // The block's element i < 16 is the low nibble of byte i, element i + 16 its high nibble.
       const uint8_t* qs = in + (from == DType::kQ4_1 ? 4 : 2);
-      uint8_t* nibbles = row + 16 * b;
-      for (int i = 0; i < 32; ++i) {
-        const int n = i < 16 ? qs[i] & 0x0f : qs[i - 16] >> 4;
-        nibbles[i / 2] |= static_cast<uint8_t>(n << (4 * (i % 2)));
-      }
+      int n[32];
+      for (int i = 0; i < 32; ++i) n[i] = i < 16 ? qs[i] & 0x0f : qs[i - 16] >> 4;
+      store_group_nibbles(n, row + 16 * b);
     }
   }
   return Status::ok();

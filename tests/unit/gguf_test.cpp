@@ -4,6 +4,7 @@
 // Fixtures come from python/make_gguf_fixtures.py and python/gguf_tensor_reference.py.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -180,7 +181,8 @@ TEST(GgufTranscode, RowFormatsHoldTheBlocksValuesBitForBit) {
   EXPECT_EQ(ir::row_bytes(ir::DType::kI8G32_F16, 2048), 2048 / 32 * 34);
   EXPECT_EQ(ir::row_bytes(ir::DType::kI4G32M_F16, 2048), 2048 / 32 * 20);
   EXPECT_EQ(ir::row_bytes(ir::DType::kI4G32_F16, 2048), 2048 / 32 * 18);
-  EXPECT_EQ(ir::ggml_row_format(ir::DType::kQ4_K), std::nullopt);
+  EXPECT_EQ(ir::ggml_row_format(ir::DType::kQ5_K), std::nullopt);
+  EXPECT_EQ(ir::ggml_row_format(ir::DType::kQ6_K), std::nullopt);
   std::vector<uint8_t> out(4096);
   EXPECT_EQ(ir::transcode_ggml_rows(ir::DType::kQ6_K, out.data(), 1, 256, out.data()).code(), ErrorCode::kUnsupported);
   EXPECT_EQ(ir::transcode_ggml_rows(ir::DType::kQ8_0, out.data(), 1, 48, out.data()).code(), ErrorCode::kInvalidArgument);
@@ -188,6 +190,53 @@ TEST(GgufTranscode, RowFormatsHoldTheBlocksValuesBitForBit) {
   std::vector<float> x(64, 0.5f);
   EXPECT_EQ(ir::quantize_rows(ir::DType::kI8G32_F16, x.data(), 1, 64, out.data()).code(), ErrorCode::kUnsupported);
   EXPECT_EQ(ir::quantize_rows(ir::DType::kI4G32M_F16, x.data(), 1, 64, out.data()).code(), ErrorCode::kUnsupported);
+}
+
+// Q4_K read as i4g32m_f16: each sub-block of 32 a group whose scale d·sc and offset −dmin·m are rounded to
+// f16 once, so each element is within 2^-11 · (15·|d·sc| + |dmin·m|) of gguf-py's value (equal where both
+// products fit f16 exactly), at 20 bytes per 32 elements against the blocks' 18. A product past f16's
+// range is an error naming the block.
+TEST(GgufTranscode, Q4KRowsHoldTheBlocksValuesWithinF16ScaleRounding) {
+  auto file = GgufModelFile::open(kFixtures + "quant_types.gguf");
+  ASSERT_TRUE(file) << file.status().to_string();
+  EXPECT_EQ(ir::ggml_row_format(ir::DType::kQ4_K), ir::DType::kI4G32M_F16);
+  const GgufTensorInfo* tensor = (*file)->gguf().find_tensor("q4_k");
+  ASSERT_NE(tensor, nullptr);
+  const auto expected = read_f32_file(kFixtures + "quant_types.q4_k.f32");
+  const uint8_t* blocks = (*file)->bytes(*tensor);
+  for (const int64_t K : {int64_t{256}, tensor->elements}) {
+    SCOPED_TRACE("K " + std::to_string(K));
+    ASSERT_EQ(tensor->elements % K, 0);
+    const int64_t rows = tensor->elements / K;
+    std::vector<uint8_t> transcoded(static_cast<size_t>(rows * ir::row_bytes(ir::DType::kI4G32M_F16, K)));
+    ASSERT_TRUE(ir::transcode_ggml_rows(ir::DType::kQ4_K, blocks, rows, K, transcoded.data()).is_ok());
+    std::vector<float> got(expected.size());
+    ASSERT_TRUE(ir::dequantize_rows(ir::DType::kI4G32M_F16, transcoded.data(), rows, K, got.data()).is_ok());
+    int64_t equal = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const uint8_t* block = blocks + (i / 256) * 144;
+      int sc, mn;
+      ir::ggml_k_scale_min(block + 4, static_cast<int>(i % 256 / 32), sc, mn);
+      uint16_t d, dmin;
+      std::memcpy(&d, block, 2);
+      std::memcpy(&dmin, block + 2, 2);
+      const double bound = std::ldexp(15.0 * std::fabs(ir::half_to_float(d) * sc) + std::fabs(ir::half_to_float(dmin) * mn), -11);
+      ASSERT_LE(std::fabs(static_cast<double>(got[i]) - expected[i]), bound) << "element " << i << ": " << got[i] << " vs " << expected[i];
+      equal += bits(got[i]) == bits(expected[i]);
+    }
+    EXPECT_GT(equal, 0);
+  }
+  EXPECT_EQ(ir::row_bytes(ir::DType::kI4G32M_F16, 2048), 2048 / 32 * 20);
+  EXPECT_EQ(ir::storage_bytes(ir::DType::kQ4_K, 2048), 2048u / 256 * 144);
+  // d = 65504 (f16's largest) times a sub-block scale of 63 is past f16.
+  std::vector<uint8_t> block(144, 0), row(static_cast<size_t>(ir::row_bytes(ir::DType::kI4G32M_F16, 256)));
+  const uint16_t largest = 0x7bff;
+  std::memcpy(block.data(), &largest, 2);
+  block[4] = 63;  // sc of sub-block 0
+  const Status beyond = ir::transcode_ggml_rows(ir::DType::kQ4_K, block.data(), 1, 256, row.data());
+  EXPECT_EQ(beyond.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(beyond.message().find("block 0 sub-block 0"), std::string::npos) << beyond.message();
+  EXPECT_EQ(ir::transcode_ggml_rows(ir::DType::kQ4_K, block.data(), 1, 128, row.data()).code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(GgufParse, MetadataOfEveryType) {

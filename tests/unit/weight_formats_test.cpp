@@ -4,6 +4,7 @@
 // projection kept; and the refusals: a group size that does not divide K, --quantize on weights that
 // are already quantized or on a captured module, --dequantize on anything but GGUF.
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <cstring>
 
@@ -85,9 +86,9 @@ TEST(GgufNative, BlocksStayInTheirFormats) {
   for (const ir::ParamDecl& p : plain_module->params) EXPECT_EQ(p.type.dtype, DType::kF16) << p.name;
 }
 
-// On the GPU path, Q8_0 / Q4_0 / Q4_1 matrices that only linears read run as the row format holding
-// their values (i8g32_f16 here, read by the qgemv family); a table an embedding reads, and the
-// K-quants, are dequantized at load (no GPU kernel reads them), and a head tied to such a table reads a
+// On the GPU path, Q8_0 / Q4_0 / Q4_1 (and Q4_K, below) matrices that only linears read run as the row
+// format holding their values (i8g32_f16 here, read by the qgemv family); a table an embedding reads, and
+// Q5_K / Q6_K, are dequantized at load (no GPU kernel reads them), and a head tied to such a table reads a
 // row-format copy of its own. The row formats are read as they are.
 TEST(GgufNative, TheGpuPathRunsQ8_0LinearsAsRowsAndDequantizesTheTable) {
   auto gpu = weight_format_options("", false, /*gpu=*/true);
@@ -164,6 +165,44 @@ TEST(GgufNative, InterpreterAgreesWithTheDequantizedPathBitForBit) {
   const std::vector<float> c = run_prefill(*gpu, *gpu_module, prompt);
   ASSERT_EQ(c.size(), a.size());
   EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
+}
+
+// Q4_K matrices on the GPU path run as i4g32m_f16 rows too (each sub-block a group, its scale d·sc and
+// offset −dmin·m rounded to f16: ir::transcode_ggml_rows), and a head tied to a Q4_K table reads such a
+// copy. The rounding moves the logits by far less than the 1e-2 the GPU path is held to.
+TEST(GgufNative, TheGpuPathRunsQ4_KLinearsAsI4G32MRowsCloseToTheBlocks) {
+  BuildOptions all;
+  all.prefill_all_logits = true;
+  auto native = open_model(kFixtures + "gguf/tiny_llama_q4_k.gguf", true);
+  ASSERT_TRUE(native) << native.status().to_string();
+  auto native_module = source_module(*native, all);
+  ASSERT_TRUE(native_module) << native_module.status().to_string();
+  EXPECT_EQ(param(*native_module, "model.layers.0.mlp.down_proj.weight").type.dtype, DType::kQ4_K);
+  auto gpu_options = weight_format_options("", false, /*gpu=*/true);
+  ASSERT_TRUE(gpu_options.has_value());
+  auto gpu = open_model(kFixtures + "gguf/tiny_llama_q4_k.gguf", true, *gpu_options);
+  ASSERT_TRUE(gpu) << gpu.status().to_string();
+  auto gpu_module = source_module(*gpu, all);
+  ASSERT_TRUE(gpu_module) << gpu_module.status().to_string();
+  ASSERT_TRUE(ir::verify_module(*gpu_module).is_ok()) << ir::verify_module(*gpu_module).to_string();
+  for (const char* name : {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                           "model.layers.0.mlp.down_proj.weight", "lm_head.weight"})
+    EXPECT_EQ(param(*gpu_module, name).type.dtype, DType::kI4G32M_F16) << name;
+  EXPECT_EQ(param(*gpu_module, "lm_head.weight").values_of, "model.embed_tokens.weight");
+  EXPECT_EQ(param(*gpu_module, "model.embed_tokens.weight").type.dtype, DType::kF16);
+  const std::vector<int32_t> prompt = {1, 5, 9, 14, 3};
+  const std::vector<float> blocks = run_prefill(*native, *native_module, prompt);
+  const std::vector<float> rows = run_prefill(*gpu, *gpu_module, prompt);
+  ASSERT_EQ(rows.size(), blocks.size());
+  ASSERT_FALSE(blocks.empty());
+  float scale = 0, worst = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    scale = std::max(scale, std::fabs(blocks[i]));
+    worst = std::max(worst, std::fabs(rows[i] - blocks[i]));
+  }
+  EXPECT_GT(scale, 0.f);
+  EXPECT_LE(worst, 1e-3f * scale) << "max abs difference " << worst << " of logits up to " << scale;
+  std::printf("Q4_K as i4g32m_f16: logits within %.3g of %.3g\n", worst, scale);
 }
 
 TEST(HfQuantize, LinearWeightsTakeTheFormatButNotTheLogitsProjection) {
