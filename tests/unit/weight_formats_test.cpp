@@ -135,6 +135,25 @@ std::vector<float> run_prefill(const ModelSource& source, const ir::Module& modu
   return out ? (*out)[0].f32 : std::vector<float>{};
 }
 
+// A fixture opened as the GPU path plans its weights, with the weights, and its module.
+struct OpenedModel {
+  ModelSource source;
+  ir::Module module;
+};
+
+std::optional<OpenedModel> open_for_gpu(const std::string& fixture, const BuildOptions& build) {
+  auto options = weight_format_options("", false, /*gpu=*/true);
+  EXPECT_TRUE(options.has_value()) << options.status().to_string();
+  if (!options) return std::nullopt;
+  auto source = open_model(kFixtures + fixture, true, *options);
+  EXPECT_TRUE(source) << source.status().to_string();
+  if (!source) return std::nullopt;
+  auto module = source_module(*source, build);
+  EXPECT_TRUE(module) << module.status().to_string();
+  if (!module) return std::nullopt;
+  return OpenedModel{std::move(*source), std::move(*module)};
+}
+
 // The interpreter reading the blocks natively (llama's q/k rows moved back as whole rows of blocks)
 // computes exactly what it computes from the dequantized f32 values: the same logits, bit for bit.
 TEST(GgufNative, InterpreterAgreesWithTheDequantizedPathBitForBit) {
@@ -155,14 +174,10 @@ TEST(GgufNative, InterpreterAgreesWithTheDequantizedPathBitForBit) {
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
   // The GPU path's module: its linears' blocks transcoded to i8g32_f16, the same values again.
-  auto gpu_options = weight_format_options("", false, /*gpu=*/true);
-  ASSERT_TRUE(gpu_options.has_value());
-  auto gpu = open_model(kFixtures + "gguf/tiny_llama_q8_0.gguf", true, *gpu_options);
-  ASSERT_TRUE(gpu) << gpu.status().to_string();
-  auto gpu_module = source_module(*gpu, all);
-  ASSERT_TRUE(gpu_module) << gpu_module.status().to_string();
-  EXPECT_EQ(param(*gpu_module, "model.layers.0.self_attn.k_proj.weight").type.dtype, DType::kI8G32_F16);
-  const std::vector<float> c = run_prefill(*gpu, *gpu_module, prompt);
+  auto gpu = open_for_gpu("gguf/tiny_llama_q8_0.gguf", all);
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(param(gpu->module, "model.layers.0.self_attn.k_proj.weight").type.dtype, DType::kI8G32_F16);
+  const std::vector<float> c = run_prefill(gpu->source, gpu->module, prompt);
   ASSERT_EQ(c.size(), a.size());
   EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
 }
@@ -178,21 +193,17 @@ TEST(GgufNative, TheGpuPathRunsQ4_KLinearsAsI4G32MRowsCloseToTheBlocks) {
   auto native_module = source_module(*native, all);
   ASSERT_TRUE(native_module) << native_module.status().to_string();
   EXPECT_EQ(param(*native_module, "model.layers.0.mlp.down_proj.weight").type.dtype, DType::kQ4_K);
-  auto gpu_options = weight_format_options("", false, /*gpu=*/true);
-  ASSERT_TRUE(gpu_options.has_value());
-  auto gpu = open_model(kFixtures + "gguf/tiny_llama_q4_k.gguf", true, *gpu_options);
-  ASSERT_TRUE(gpu) << gpu.status().to_string();
-  auto gpu_module = source_module(*gpu, all);
-  ASSERT_TRUE(gpu_module) << gpu_module.status().to_string();
-  ASSERT_TRUE(ir::verify_module(*gpu_module).is_ok()) << ir::verify_module(*gpu_module).to_string();
+  auto gpu = open_for_gpu("gguf/tiny_llama_q4_k.gguf", all);
+  ASSERT_TRUE(gpu);
+  ASSERT_TRUE(ir::verify_module(gpu->module).is_ok()) << ir::verify_module(gpu->module).to_string();
   for (const char* name : {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
                            "model.layers.0.mlp.down_proj.weight", "lm_head.weight"})
-    EXPECT_EQ(param(*gpu_module, name).type.dtype, DType::kI4G32M_F16) << name;
-  EXPECT_EQ(param(*gpu_module, "lm_head.weight").values_of, "model.embed_tokens.weight");
-  EXPECT_EQ(param(*gpu_module, "model.embed_tokens.weight").type.dtype, DType::kF16);
+    EXPECT_EQ(param(gpu->module, name).type.dtype, DType::kI4G32M_F16) << name;
+  EXPECT_EQ(param(gpu->module, "lm_head.weight").values_of, "model.embed_tokens.weight");
+  EXPECT_EQ(param(gpu->module, "model.embed_tokens.weight").type.dtype, DType::kF16);
   const std::vector<int32_t> prompt = {1, 5, 9, 14, 3};
   const std::vector<float> blocks = run_prefill(*native, *native_module, prompt);
-  const std::vector<float> rows = run_prefill(*gpu, *gpu_module, prompt);
+  const std::vector<float> rows = run_prefill(gpu->source, gpu->module, prompt);
   ASSERT_EQ(rows.size(), blocks.size());
   ASSERT_FALSE(blocks.empty());
   float scale = 0, worst = 0;
