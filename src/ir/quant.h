@@ -77,7 +77,7 @@ bool holds_ggml_blocks_only(DType row_format);
 // dequantization, moved into the row layout (Q4_0 / Q4_1's nibbles reordered within their block).
 // Q4_K's sub-block of 32 becomes a group: scale d·sc_j and offset −dmin·m_j, each an exact f32 product
 // rounded once to f16 (a relative change of at most 2^-11 of each; llama.cpp keeps them in f32), so an
-// element moves by at most 2^-11 · (15·|d·sc_j| + |dmin·m_j|). A product beyond f16's range is an
+// element moves by at most 2^-11 · (15·|d·sc_j| + |dmin·m_j|). A product that is not a finite f16 is an
 // error naming the block (--dequantize then keeps the tensor's exact values at f16).
 Status transcode_ggml_rows(DType from, const uint8_t* src, int64_t rows, int64_t K, uint8_t* dst);
 

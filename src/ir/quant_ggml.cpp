@@ -146,7 +146,6 @@ void ggml_k_scale_min(const uint8_t* packed, int j, int& sc, int& mn) {
   }
 }
 
-
 Status dequantize(DType type, const uint8_t* src, int64_t count, float* dst) {
   const QuantLayout::Kind kind = quant_layout(type).kind;
   if (kind == QuantLayout::Kind::kInt8Channel || kind == QuantLayout::Kind::kInt8Group || kind == QuantLayout::Kind::kInt4Group)

@@ -378,7 +378,7 @@ Status transcode_q4_k_rows(const uint8_t* src, int64_t rows, int64_t K, const Ro
         if (!std::isfinite(half_to_float(scale_h)) || !std::isfinite(half_to_float(offset_h)))
           return error(ErrorCode::kInvalidArgument, "transcode q4_k: row " + std::to_string(r) + " block " + std::to_string(b) +
                                                         " sub-block " + std::to_string(j) + ": d·sc = " + std::to_string(scale) +
-                                                        " or dmin·m = " + std::to_string(-offset) + " is beyond f16's range");
+                                                        " or dmin·m = " + std::to_string(-offset) + " is not a finite f16 (beyond its range, or the block's d or dmin is not finite)");
         const int64_t g = b * 8 + j;
         std::memcpy(row + parts.scales_at + 2 * g, &scale_h, 2);
         std::memcpy(row + parts.zeros_at + 2 * g, &offset_h, 2);
