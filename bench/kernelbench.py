@@ -16,9 +16,11 @@ For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels
                eager, torch.compile(model) (default mode) and agentcompile (one call = a CUDA-graph replay of
                the function's kernels; inputs already in its buffers), all in this process, one after another.
 A problem that cannot be captured, compiled or checked counts as incorrect (never skipped); the reason is
-recorded. A problem whose reference draws random numbers (L2 66's dropout in training mode, as KernelBench
-runs its Model) is recorded as unsupported, which also counts as incorrect: torch's Philox stream is not
-something compiled kernels reproduce, and capturing in eval mode would benchmark another problem. Pairs are compiled and evaluated cheapest first (least data to validate), so a pass cut by its budget covers as many as it can. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
+recorded. A dropout in training mode (L2 66, as KernelBench runs its Model) is captured with the IR's own
+random numbers (python/agentcompile/random_ops.py: Philox4x32-10, the same mask every call), so the reference
+is eager run with those masks; how eager with torch's own RNG compares is recorded beside it, not judged. A
+problem that draws random numbers otherwise (torch.rand in forward) is recorded as unsupported, which also
+counts as incorrect. Pairs are compiled and evaluated cheapest first (least data to validate), so a pass cut by its budget covers as many as it can. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
 is not evaluated again), so a benchmark can be spread over several calls with --budget. fast_p = share of problems that are correct and more than p times faster than the baseline
 (fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
 results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
@@ -76,7 +78,7 @@ def run(cmd: list[str], timeout: float, log_path: pathlib.Path, env=None) -> tup
 
 
 # Capture refusals that no compiler change can lift: the problem's reference itself is random.
-RANDOM_REFERENCE = re.compile(r"is random in training mode|draws random numbers")
+RANDOM_REFERENCE = re.compile(r"draws random numbers")
 
 
 def capture_failure(message: str) -> dict:
@@ -86,8 +88,14 @@ def capture_failure(message: str) -> dict:
         return {"compiled": False, "unsupported": True,
                 "reason": "unsupported: the reference is random (" + message.removeprefix("capture: ").split(";")[0] +
                           (f" at {where.group(1)}" if where else "") +
-                          "); torch's RNG stream is not reproduced and eval mode would be another problem"}
+                          "); only a dropout's masks have an IR form (random_ops.py)"}
     return {"compiled": False, "reason": "capture failed: " + message}
+
+
+def dropout_notes(cap: pathlib.Path) -> list[str]:
+    """The capture's notes on its dropouts (random_ops.py), empty without one."""
+    manifest = json.loads((cap / "capture.json").read_text())
+    return [note for note in manifest.get("notes", []) if note.startswith("dropout (p=")]
 
 
 def load_problem(path: pathlib.Path):
@@ -198,6 +206,7 @@ def error_against_f64(torch, model, inputs, outputs: dict) -> dict | None:
 def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathlib.Path, art: pathlib.Path) -> dict:
     """Check and time one compiled problem (CUDA is live in this process from here on)."""
     from safetensors.torch import load_file
+    from agentcompile.random_ops import with_captured_dropout
     from agentcompile.runtime import FunctionRunner
 
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
@@ -227,15 +236,25 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
         return [v for v in values if isinstance(v, torch.Tensor)]
 
     result = {"correct": True, "seeds": args.seeds}
+    # The reference: eager, where a dropout in training mode runs with the capture's masks (its k-th with
+    # random_ops' dropout_seed(0, k), as captured with --seed 0); without one it is the model itself.
+    dropouts = dropout_notes(cap)
+    reference = with_captured_dropout(torch, model, 0) if dropouts else model
     with torch.no_grad():
         for seed in range(args.seeds):
             inputs = inputs_for(seed)
-            expected = model(*inputs)
+            expected = reference(*inputs)
+            if dropouts and seed == 0:
+                # KernelBench's own rule compares with eager's dropout, whose masks come from torch's RNG:
+                # recorded, not judged (softmax over many features can hide any mask within 1e-2).
+                ok_torch_rng, why_torch_rng = check_outputs(torch, model(*inputs), runner(*tensors(inputs)))
+                result["dropout"] = {"masks": "the capture's (random_ops.captured_dropout)", "notes": dropouts,
+                                     "vs_eager_torch_rng": "within tolerance" if ok_torch_rng else why_torch_rng}
             actual = runner(*tensors(inputs))
             torch.cuda.synchronize()
             ok, why = check_outputs(torch, expected, actual)
             if not ok and dtype != "f32":
-                ok, why = judge_by_f32_reference(torch, model, inputs, expected, actual, why)
+                ok, why = judge_by_f32_reference(torch, reference, inputs, expected, actual, why)
                 if ok:
                     result["note"] = f"seed {seed}: {why}"
             if not ok:
@@ -243,8 +262,8 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
                 break
             if seed == 0 and dtype == "f32" and ok:
                 with Tf32Allowed(torch):
-                    eager_tf32 = model(*inputs)
-                result["error_vs_f64"] = error_against_f64(torch, model, inputs,
+                    eager_tf32 = reference(*inputs)
+                result["error_vs_f64"] = error_against_f64(torch, reference, inputs,
                                                            {"eager": expected, "eager_tf32": eager_tf32, "agentcompile": actual})
                 del eager_tf32
             del inputs, expected, actual
@@ -270,7 +289,7 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
                     result["torch_compile_tf32_error"] = str(e).splitlines()[0][:200]
         runner.set_inputs(*tensors(inputs))
         result["agentcompile_ms"] = median_cuda_ms(torch, runner.enqueue, args.warmup, args.trials)
-    del runner, model, inputs
+    del runner, model, reference, inputs
     torch.cuda.empty_cache()
     return result
 

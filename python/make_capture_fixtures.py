@@ -8,7 +8,8 @@ Causal LMs (prefill + decode):
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
   relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
-  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16, batch_norm -- KernelBench-style problems at
+  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16, batch_norm, gemm_dropout_softmax_f16
+  -- KernelBench-style problems at
   small sizes; each directory
   keeps its problem file (<name>.py).
 Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
@@ -202,9 +203,13 @@ def get_init_inputs(): return []
     # axis but the channels, captured through a transpose that moves them to the front; recognition
     # reduces the trailing axes, then the batch, moving no data.
     "batch_norm": kernelbench_small.PROBLEMS["batchnorm_train"],
+    # KernelBench L2 66 in miniature (the Python tests' small copy): dropout in training mode, random_uniform in
+    # the linear's epilogue
+    "gemm_dropout_softmax_f16": kernelbench_small.PROBLEMS["dropout_softmax"],
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).
-PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"], "instance_norm_f16": ["--dtype", "f16"]}
+PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"], "instance_norm_f16": ["--dtype", "f16"],
+                "gemm_dropout_softmax_f16": ["--dtype", "f16"]}
 
 
 def capture(*args: str) -> None:

@@ -16,6 +16,7 @@ from .aten_layout import slice_axis
 from .aten_math import operand
 from .aten_reduce import reduce, variance
 from .ir_builder import Lazy
+from .ir_text import Dims
 
 RANDOM_OPS = ("bernoulli", "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
               "normal", "uniform", "exponential", "multinomial", "poisson")
@@ -288,11 +289,50 @@ def _adaptive_avg_pool(cv, node, a):
 
 # -- randomness ------------------------------------------------------------------------------------------
 def _dropout(cv, node, a):
-    if a["train"] and cv.scalar(a["p"]) > 0:
-        cv.fail("aten.native_dropout.default is random in training mode; pass --eval to capture the module "
-                "in eval mode")
+    """Training mode: where(random_uniform >= p, x * 1/(1-p), 0) with the capture's k-th dropout seed
+    (random_ops.py: the same masks in every call, and the ones eager gets under captured_dropout)."""
     x = cv.value(a["input"])
-    return x, Lazy(lambda: cv.b.const(1, "bool", x.type.shape))
+    p = cv.scalar(a["p"])
+    if not a["train"] or p == 0:
+        return x, Lazy(lambda: cv.b.const(1, "bool", x.type.shape))
+    seed = cv.next_dropout_seed()
+    if p >= 1:
+        return cv.b.const(0, x.type.dtype, x.type.shape), Lazy(lambda: cv.b.const(0, "bool", x.type.shape))
+    if x.type.dtype not in ("f32", "f16", "bf16"):
+        cv.fail(f"dropout of {x.type}: only float tensors")
+    u = cv.b.op("random_uniform", [], {"shape": Dims(x.type.shape), "seed": seed})
+    keep = cv.b.op("ge", [u, cv.b.const(float(p), "f32")])
+    scaled = cv.b.cast(cv.b.op("mul", [cv.b.cast(x, "f32"), cv.b.const(1.0 / (1.0 - float(p)), "f32")]), x.type.dtype)
+    cv.notes.append(f"dropout (p={p:g}) at {cv.b.loc or '?'}: random_uniform seed {seed}, the same mask in every "
+                    "call (torch's RNG stream is not reproduced; random_ops.captured_dropout gives eager these masks)")
+    return cv.b.op("where", [keep, scaled, cv.b.const(0, x.type.dtype)]), keep
+
+
+def _empty(cv, node, a):
+    """An uninitialized tensor (an in-place dropout's decomposition makes one for bernoulli to fill): zeros,
+    made only if something reads it."""
+    out = cv.type_of(node)
+    return Lazy(lambda: cv.b.const(0, out.dtype, out.shape))
+
+
+_EMPTY_TARGETS = ("aten.empty_permuted.default", "aten.empty.memory_format", "aten.empty_like.default")
+
+
+def _bernoulli_p(cv, node, a):
+    """An in-place dropout (nn.Dropout(inplace=True)) decomposes to bernoulli(empty, 1 - p) / (1 - p) * x: its
+    mask is the capture's next dropout mask, random_uniform >= p. A bernoulli of anything else is a draw the
+    eager reference cannot be given, and is refused."""
+    source = node.args[0]
+    if not isinstance(source, torch.fx.Node) or cv.target_name(source) not in _EMPTY_TARGETS:
+        return _random(cv, node, a)
+    q = float(cv.scalar(a["p"]))
+    out = cv.type_of(node)
+    seed = cv.next_dropout_seed()
+    u = cv.b.op("random_uniform", [], {"shape": Dims(out.shape), "seed": seed})
+    keep = cv.b.op("ge", [u, cv.b.const(1.0 - q, "f32")])
+    cv.notes.append(f"dropout (p={1 - q:g}, in place) at {cv.b.loc or '?'}: random_uniform seed {seed}, the same mask "
+                    "in every call (torch's RNG stream is not reproduced; random_ops.captured_dropout gives eager these masks)")
+    return cv.b.cast(keep, out.dtype)
 
 
 def _random(cv, node, a):
@@ -315,4 +355,6 @@ LOWERINGS = {
     "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool, "aten.adaptive_avg_pool1d.default": _adaptive_avg_pool,
     "aten.native_dropout.default": _dropout,
     **{f"aten.{name}": _random for name in RANDOM_OPS},
+    "aten.bernoulli.p": _bernoulli_p,
+    **{target: _empty for target in _EMPTY_TARGETS},
 }

@@ -27,6 +27,7 @@ from .errors import CaptureError
 from .ir_builder import FunctionBuilder, Lazy
 from .ir_infer import IRTypeError
 from .ir_text import Module, ParamDecl, TensorType, Value
+from .random_ops import dropout_seed
 
 INLINE_LIMIT = 4096  # elements: constants up to this size are written into the IR, not the weights
 LOWERINGS = {**aten_layout.LOWERINGS, **aten_math.LOWERINGS, **aten_reduce.LOWERINGS, **aten_nn.LOWERINGS}
@@ -59,8 +60,11 @@ def source_location(node) -> str:
 
 
 class Converter:
-    def __init__(self, ep, module: Module, function_name: str, user_inputs: dict, param_name=lambda target: target):
+    def __init__(self, ep, module: Module, function_name: str, user_inputs: dict, param_name=lambda target: target,
+                 random_seed: int = 0):
         self.ep = ep
+        self.random_seed = random_seed  # the capture's --seed: dropout k gets random_ops.dropout_seed(it, k)
+        self.dropouts = 0
         self.module = module
         self.user_inputs = user_inputs
         self.param_name = param_name
@@ -73,6 +77,15 @@ class Converter:
         self._written = {}   # state name -> the IR value of its index_copy
         names = [n.name for n in ep.graph.nodes]
         self.b = FunctionBuilder(module, function_name, names)
+
+    def next_dropout_seed(self) -> int:
+        """The seed of the next dropout in program order (random_ops.py)."""
+        try:
+            seed = dropout_seed(self.random_seed, self.dropouts)
+        except ValueError as e:
+            self.fail(str(e))
+        self.dropouts += 1
+        return seed
 
     # -- the walk -------------------------------------------------------------------------------------
     def run(self):
@@ -94,7 +107,7 @@ class Converter:
                 else:
                     self.fail(f"FX node kind '{node.op}' is not expected in an exported program")
             except IRTypeError as e:
-                self.fail(f"lowering {self._target_name(node)}: {e}")
+                self.fail(f"lowering {self.target_name(node)}: {e}")
         return self.b.function
 
     def _placeholder(self, node, spec):
@@ -136,7 +149,7 @@ class Converter:
         return self.b.op("weight", [], {"name": name}, name=name)
 
     def _call(self, node):
-        target = self._target_name(node)
+        target = self.target_name(node)
         if target in DROPPED:
             return
         val = node.meta.get("val")
@@ -298,11 +311,11 @@ class Converter:
             return
         expected = self.type_of(node)
         if value.type != expected:
-            self.fail(f"lowering {self._target_name(node)} gives {value.type} where torch has {expected}")
+            self.fail(f"lowering {self.target_name(node)} gives {value.type} where torch has {expected}")
         self.b.adopt_name(value, node.name)
 
     @staticmethod
-    def _target_name(node) -> str:
+    def target_name(node) -> str:
         target = node.target
         if isinstance(target, torch._ops.OpOverload):
             return str(target)  # "aten.add.Tensor"

@@ -185,6 +185,11 @@ def infer(op: str, ins: list, attrs: dict, params: dict, states: dict) -> Tensor
         if attrs["dtype"] == "bool":
             _fail(op, "attr dtype must be i32 or a float")
         return TensorType(attrs["dtype"], tuple(attrs["length"]))
+    if op == "random_uniform":
+        seed = attrs.get("seed")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**53:
+            _fail(op, f"attr seed must be an integer in [0, 2^53), got {seed!r}")
+        return TensorType("f32", tuple(attrs["shape"]))
     if op == "index_select":
         x, idx = ins
         axis = _axis(op, attrs["axis"], x.rank, x)

@@ -11,9 +11,11 @@ compiler then checks candidates against its CPU reference at a small T and times
 billions of elements compile in seconds. Where the module fixes that dim (a view of a constant batch size,
 an op that needs the size as a number, ...) the capture is static, and a note says why. The model stays in its
 default (training) mode, as KernelBench runs it: batch norm normalizes with the batch's statistics and
-its running-statistics updates are dropped (noted in the manifest); dropout would be random there, so
-it is refused unless `--eval`. The example inputs and the eager outputs are written beside the IR
-(inputs.safetensors, reference_outputs.safetensors) so a run can be checked without Python.
+its running-statistics updates are dropped (noted in the manifest); a dropout draws its mask from the
+IR's counter-based random numbers (random_ops.py: the k-th dropout's seed follows --seed, the same mask
+in every call), and `--eval` turns it off. The example inputs and the eager outputs, computed with the
+capture's dropout masks, are written beside the IR (inputs.safetensors, reference_outputs.safetensors) so
+a run can be checked without Python.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .capture_dir import node_count, signature, torch_version, write_capture
 from .errors import CaptureError
 from .exporting import export_core_aten
 from .fx_to_ir import Converter, UserInput
+from .random_ops import captured_dropout
 from .ir_text import Module
 from .weights import save_tensors
 
@@ -103,14 +106,15 @@ def _batch_dim_choices(inputs) -> list:
     return [shared] if shared == (tensors[0],) else [shared, (tensors[0],)]
 
 
-def _convert(program, inputs, name: str, symbolic: tuple):
+def _convert(program, inputs, name: str, symbolic: tuple, seed: int = 0):
     """(module, function, converter) of one exported program; dim 0 of the inputs at `symbolic` is T."""
     position = {spec.arg.name: i for i, spec in enumerate(s for s in program.graph_signature.input_specs
                                                                if s.kind.name == "USER_INPUT")}
     examples = _tensor_inputs(program, inputs)
     module = Module(name)
     converter = Converter(program, module, "forward",
-                          {n: UserInput(n, symbols={0: "T"} if position[n] in symbolic else {}) for n in examples})
+                          {n: UserInput(n, symbols={0: "T"} if position[n] in symbolic else {}) for n in examples},
+                          random_seed=seed)
     function = converter.run()
     module.functions.append(function)
     return module, function, converter
@@ -135,7 +139,7 @@ def _batch_symbol_problem(function) -> str:
     return ""
 
 
-def _export_and_convert(model, inputs, name: str, what: str, static: bool):
+def _export_and_convert(model, inputs, name: str, what: str, static: bool, seed: int = 0):
     """The first capture that works: with a symbolic batch dim (each choice of _batch_dim_choices), else
     static. Returns (program, module, function, converter, T's example size or 0, why it is static)."""
     why = "--static-shapes" if static else "the first input has no leading dim of size 3 or more"
@@ -146,7 +150,7 @@ def _export_and_convert(model, inputs, name: str, what: str, static: bool):
         try:
             with torch.no_grad():
                 program = export_core_aten(model, tuple(inputs), dynamic_shapes=dynamic, what=what)
-            converted = _convert(program, inputs, name, symbolic)
+            converted = _convert(program, inputs, name, symbolic, seed)
             why = _batch_symbol_problem(converted[1])
             if not why:
                 return (program, *converted, size, "")
@@ -154,7 +158,7 @@ def _export_and_convert(model, inputs, name: str, what: str, static: bool):
             why = str(e)
     with torch.no_grad():
         program = export_core_aten(model, tuple(inputs), what=what)
-    return (program, *_convert(program, inputs, name, ()), 0, why)
+    return (program, *_convert(program, inputs, name, (), seed), 0, why)
 
 
 def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Model", dtype: str = "f32",
@@ -163,7 +167,7 @@ def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Mod
     (at KernelBench's published sizes those are gigabytes, so a benchmark leaves them out)."""
     model, inputs = build(path, class_name, dtype, seed, eval_mode, example_data)
     program, module, function, converter, batch, why_static = _export_and_convert(
-        model, inputs, re.sub(r"\W", "_", path.stem), f"{path.name}:{class_name}", static_shapes)
+        model, inputs, re.sub(r"\W", "_", path.stem), f"{path.name}:{class_name}", static_shapes, seed)
     examples = _tensor_inputs(program, inputs)
 
     output_dtypes = _output_dtypes(program)
@@ -186,7 +190,7 @@ def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Mod
     }
     write_capture(out, module, manifest, converter.tensors)
     if example_data:
-        with torch.no_grad():
+        with torch.no_grad(), captured_dropout(torch, seed):  # eager with the capture's dropout masks
             outputs = _as_list(model(*inputs))
         save_tensors(out / "inputs.safetensors", examples)
         save_tensors(out / "reference_outputs.safetensors", dict(zip(output_names, outputs)))

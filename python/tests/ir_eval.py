@@ -106,6 +106,13 @@ def _eval(op, xs, a, params, states, size):
         if "value" in a:
             return torch.full(shape, float(a["value"]), dtype=torch.float64)
         return torch.tensor(a["values"], dtype=torch.float64).reshape(shape)
+    if op == "random_uniform":  # the kernels' Philox numbers (src/kernels/random.cuh), in numpy
+        from agentcompile.random_ops import random_uniform
+        shape = [size(d) for d in a["shape"]]
+        count = 1
+        for d in shape:
+            count *= d
+        return torch.from_numpy(random_uniform(a["seed"], count)).reshape(shape).to(torch.float64)
     if op == "arange":
         return torch.arange(size(a["length"][0]), dtype=torch.float64) * a["step"] + a["start"]
     if op in UNARY:

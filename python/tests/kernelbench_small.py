@@ -182,6 +182,21 @@ class Model(nn.Module):
 def get_inputs(): return [torch.randn(4, 8)]
 def get_init_inputs(): return [8, 6, 0.2]
 """,
+    # Two dropouts (seeds 0 and 1 in program order; the second in place) and one with p = 1 (all zeros).
+    "dropout_twice": """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Dropout(0.1)
+        self.linear = nn.Linear(16, 12)
+        self.second = nn.Dropout(0.5, inplace=True)
+        self.third = nn.Dropout(1.0)
+    def forward(self, x):
+        y = self.second(torch.relu(self.linear(self.first(x))))
+        return y, self.third(y) + 1
+def get_inputs(): return [torch.randn(8, 16)]
+def get_init_inputs(): return []
+""",
     "lowering_edge_cases": """
 class Model(nn.Module):
     def forward(self, x, i):

@@ -47,8 +47,6 @@ class ModuleCaptureTest(unittest.TestCase):
 
     def test_problems_verify_and_match_eager(self):
         for name in PROBLEMS:
-            if name == "dropout_softmax":
-                continue
             with self.subTest(name):
                 out = self.capture(name)
                 check_ir(self, out / "module.ir")
@@ -69,16 +67,38 @@ class ModuleCaptureTest(unittest.TestCase):
         self.assertTrue(any("running_mean" in note for note in manifest["notes"]), manifest["notes"])
         self.assertNotIn("running_mean", (out / "module.ir").read_text())
 
-    def test_dropout_refused_in_training_mode_and_captured_in_eval_mode(self):
-        from agentcompile.errors import CaptureError
-        with self.assertRaises(CaptureError) as caught:
-            self.capture("dropout_softmax")
-        self.assertIn("aten.native_dropout.default", str(caught.exception))
-        self.assertIn("dropout_softmax.py:", str(caught.exception))
-        self.assertIn("--eval", str(caught.exception))
-        out = self.capture("dropout_softmax", eval_mode=True)
+    def test_dropout_in_training_mode_draws_the_captures_masks_and_eval_mode_turns_it_off(self):
+        out = self.capture("dropout_softmax")
+        text = (out / "module.ir").read_text()
         check_ir(self, out / "module.ir")
-        assert_close(self, self.evaluate(out), _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+        self.assertIn("random_uniform {seed = 0,", text)
+        manifest = json.loads((out / "capture.json").read_text())
+        self.assertTrue(any("dropout (p=0.2)" in note and "dropout_softmax.py:" in note for note in manifest["notes"]),
+                        manifest["notes"])
+        # The reference outputs are eager's under the capture's masks (random_ops.captured_dropout).
+        train = self.evaluate(out)
+        assert_close(self, train, _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+        eval_out = self.capture("dropout_softmax", eval_mode=True)
+        self.assertNotIn("random_uniform", (eval_out / "module.ir").read_text())
+        evaluated = self.evaluate(eval_out)
+        assert_close(self, evaluated, _load(eval_out / "reference_outputs.safetensors"), 1e-5, 1e-4)
+        # The mask matters: training and eval mode part where elements were dropped.
+        differ = [not bool((train[k] - evaluated[k]).abs().max() < 1e-3) for k in train]
+        self.assertTrue(all(differ))
+
+    def test_captured_dropout_keeps_one_minus_p_of_the_elements_scaled(self):
+        import torch
+        from agentcompile.random_ops import captured_dropout
+        x = torch.ones(256, 1024)
+        with captured_dropout(torch, 3) as calls:
+            first = torch.nn.functional.dropout(x, 0.25)
+            again = torch.nn.functional.dropout(x, 0.25)
+            self.assertIs(torch.nn.functional.dropout(x, 0.25, training=False), x)
+        self.assertEqual(calls[0], 2)
+        kept = (first != 0).float().mean().item()
+        self.assertLess(abs(kept - 0.75), 0.005)  # 262144 draws: the standard error is 0.0008
+        self.assertTrue(torch.equal(first[first != 0], torch.full_like(first[first != 0], 1 / 0.75)))
+        self.assertFalse(torch.equal(first, again))  # the second dropout has a seed of its own
 
     def test_without_example_data_only_the_module_and_weights_are_written(self):
         out = self.capture("gemm_multiply_leakyrelu", example_data=False)
@@ -147,8 +167,6 @@ class ModuleCaptureTest(unittest.TestCase):
     @unittest.skipUnless(cli_supports("run-function"), "agentcompile run-function is not built: C++ comparison skipped")
     def test_cpp_reference_interpreter_matches_eager(self):
         for name in PROBLEMS:
-            if name == "dropout_softmax":
-                continue
             with self.subTest(name):
                 out = self.capture(name)
                 outputs = run_function_command(out, "forward", _load(out / "inputs.safetensors"))

@@ -1,5 +1,7 @@
-"""bench/kernelbench.py's record of a problem the capture refuses: a random reference (dropout in training
-mode, KernelBench L2 66) is unsupported and counts as incorrect; any other refusal is a capture failure."""
+"""bench/kernelbench.py's record of a problem the capture refuses: a random reference other than dropout
+(torch.rand_like in forward) is unsupported and counts as incorrect; any other refusal is a capture failure.
+Dropout in training mode (KernelBench L2 66) is captured with the IR's random numbers and checked against
+eager run with the same masks (random_ops.captured_dropout)."""
 import importlib.util
 import json
 import pathlib
@@ -10,16 +12,15 @@ from helpers import capture_cli, requires_torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-DROPOUT = """\
+RANDOM = """\
 import torch
 
 class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.dropout = torch.nn.Dropout(0.2)
 
     def forward(self, x):
-        return torch.softmax(self.dropout(x), dim=1)
+        return torch.softmax(x + torch.rand_like(x), dim=1)
 
 def get_inputs(): return [torch.randn(4, 8)]
 def get_init_inputs(): return []
@@ -37,17 +38,17 @@ def harness():
 class KernelBenchHarnessTest(unittest.TestCase):
     def test_a_random_reference_is_unsupported_and_incorrect(self):
         with tempfile.TemporaryDirectory() as tmp:
-            problem = pathlib.Path(tmp) / "dropper.py"
-            problem.write_text(DROPOUT)
+            problem = pathlib.Path(tmp) / "noisy.py"
+            problem.write_text(RANDOM)
             result = capture_cli("module", str(problem), "-o", str(pathlib.Path(tmp) / "out"))
         self.assertEqual(result.returncode, 1)
         kb = harness()
         entry = kb.capture_failure(result.stderr.strip())
         self.assertTrue(entry["unsupported"])
         self.assertFalse(entry["compiled"])
-        self.assertTrue(entry["reason"].startswith("unsupported: the reference is random (aten.native_dropout.default"), entry)
-        self.assertIn("dropper.py:9 in forward", entry["reason"])
-        summary = kb.summarize([{"level": 2, "problem": "66_dropper", "dtype": "f32", "correct": False, **entry}])
+        self.assertTrue(entry["reason"].startswith("unsupported: the reference is random (aten.rand_like.default"), entry)
+        self.assertIn("noisy.py:8 in forward", entry["reason"])
+        summary = kb.summarize([{"level": 2, "problem": "99_noisy", "dtype": "f32", "correct": False, **entry}])
         self.assertEqual(summary["unsupported"], 1)
         self.assertEqual(summary["fast_0"], 0)
 

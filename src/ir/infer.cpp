@@ -385,6 +385,15 @@ Expected<TensorType> infer_result_type(const Module& module, const Function& fun
         return op_error(node, "attr length must be one dim (a size, T or L)");
       return TensorType{dtype, length};
     }
+    case OpKind::kRandomUniform: {
+      if (!node.has_attr("seed")) return op_error(node, "needs attr seed (an integer)");
+      const int64_t seed = node.int_attr("seed");
+      if (seed < 0 || seed >= (int64_t{1} << 53)) return op_error(node, "attr seed must be in [0, 2^53), got " + std::to_string(seed));
+      const Shape shape = node.dims_attr("shape");
+      for (const Dim& d : shape)
+        if (d.is_static() && d.value < 0) return op_error(node, "attr shape has a negative dim: " + shape_to_string(shape));
+      return TensorType{DType::kF32, shape};
+    }
     case OpKind::kIndexSelect: {
       const int64_t axis = normalize_axis(node.int_attr("axis"), in[0].shape.size());
       if (axis < 0) return op_error(node, "axis out of range for " + in[0].to_string());

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/random.cuh"  // random_uniform: the kernels' own definition
 #include "support/host_limits.h"
 #include "support/large_buffers.h"
 
@@ -116,6 +117,14 @@ Expected<Tensor> run_arange(const Node& node, Tensor out) {
       return invalid("element " + std::to_string(i) + " (" + std::to_string(value) + ") overflows i32");
     (*out.i32)[i] = static_cast<int32_t>(value);
   }
+  return out;
+}
+
+// random_uniform: element i is ac::random_uniform(seed, i), as every kernel computes it.
+Expected<Tensor> run_random_uniform(const Node& node, Tensor out) {
+  const auto seed = static_cast<unsigned long long>(node.int_attr("seed"));
+  const int64_t count = out.elements();
+  for (int64_t i = 0; i < count; ++i) (*out.f32)[i] = ac::random_uniform(seed, static_cast<unsigned long long>(i));
   return out;
 }
 
@@ -423,6 +432,7 @@ Expected<Tensor> execute_node(Context& context, const Function& function, const 
   switch (node.op) {
     case OpKind::kConstant: return run_constant(node, std::move(out));
     case OpKind::kArange: return run_arange(node, std::move(out));
+    case OpKind::kRandomUniform: return run_random_uniform(node, std::move(out));
     case OpKind::kLinear: {
       const int64_t K = in[0]->shape.back();
       const int64_t N = in[1]->shape[0];

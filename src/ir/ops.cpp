@@ -81,9 +81,10 @@ constexpr OpInfo kOps[] = {
     {OpKind::kCumprod, "cumprod", OpClass::kScan, 1, 1},
     {OpKind::kAllReduce, "all_reduce", OpClass::kCollective, 1, 1},
     {OpKind::kAllGather, "all_gather", OpClass::kCollective, 1, 1},
+    {OpKind::kRandomUniform, "random_uniform", OpClass::kSource, 0, 0},
 };
 constexpr int kOpCount = static_cast<int>(sizeof(kOps) / sizeof(kOps[0]));
-static_assert(kOpCount == static_cast<int>(OpKind::kAllGather) + 1, "every OpKind has one row in kOps");
+static_assert(kOpCount == static_cast<int>(OpKind::kRandomUniform) + 1, "every OpKind has one row in kOps");
 
 constexpr bool rows_in_enum_order() {
   for (int i = 0; i < kOpCount; ++i)

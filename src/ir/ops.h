@@ -16,6 +16,11 @@
 //                                               row-major; a float list). Ints and bools are whole numbers.
 //   arange        ()                         -> [length] of attr `dtype` (i32 or a float): start + i * step;
 //                                               attrs start, step (numbers), length (a dim: static, T or L)
+//   random_uniform ()                        -> f32 of attr `shape` (dims: static, T or L): element i (row-major)
+//                                               is a float in [0, 1) that depends only on (attr `seed`, i):
+//                                               Philox4x32-10 (src/kernels/random.cuh). The same values in
+//                                               every call; a captured dropout in training mode is
+//                                               where(random_uniform >= p, x * 1/(1-p), 0)
 // Gathers
 //   embedding     (table[V,H], ids i32[N])   -> [N,H]         rows of table; an id outside [0, V) is an error.
 //                                               A quantized table (ir/quant.h) needs attr dtype, the float
@@ -184,10 +189,12 @@ enum class OpKind : uint8_t {
   // Collectives (a module sharded for tensor parallelism).
   kAllReduce,
   kAllGather,
+  // Random numbers (a captured dropout in training mode), a source like arange.
+  kRandomUniform,
 };
 
 enum class OpClass : uint8_t {
-  kSource,      // weight, constant, arange
+  kSource,      // weight, constant, arange, random_uniform
   kGather,      // embedding, index_select, gather
   kMatmul,      // linear, matmul
   kPointwise,   // binary, unary, comparisons, where, cast

@@ -68,6 +68,7 @@ std::vector<std::pair<std::string, AttrKind>> attr_schema(OpKind op) {
     case OpKind::kLayerNorm: return {{"eps", K::kFloat}};
     case OpKind::kConstant: return {{"dtype", K::kString}, {"shape", K::kDims}, {"value", K::kFloat}, {"values", K::kFloats}};
     case OpKind::kArange: return {{"dtype", K::kString}, {"start", K::kFloat}, {"step", K::kFloat}, {"length", K::kDims}};
+    case OpKind::kRandomUniform: return {{"shape", K::kDims}, {"seed", K::kInt}};
     case OpKind::kIndexSelect:
     case OpKind::kGather:
     case OpKind::kConcat:

@@ -1,5 +1,5 @@
 // The reference interpreter on the primitive ops of captured graphs, each written as IR text with
-// small hand-checkable values: sources, pointwise math (NaN rules, half-to-even rounding, i32
+// small hand-checkable values: sources (random_uniform's Philox against its published test vectors), pointwise math (NaN rules, half-to-even rounding, i32
 // wrapping), comparisons and bool values, casts, layer_norm, layout and gathers (with their bounds
 // errors), reductions, arg-extremes and scans. Attention, state writes, aliases and the primitive
 // decompositions of semantic ops are in interpreter_composites_test.cpp.
@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "interpreter_ir.h"
+#include "kernels/random.cuh"
 
 namespace agentcompile::ir {
 namespace {
@@ -89,6 +90,60 @@ TEST(InterpreterSources, ArangeOfStaticTAndLLengths) {
     return %a)"),
                       {});
   EXPECT_TRUE(contains(message, "element 2") && contains(message, "overflows i32")) << message;
+}
+
+// Philox4x32-10's known-answer vectors (Random123's kat_vectors), which python/agentcompile/random_ops.py
+// checks too: the kernels, the interpreter and the eager reference share one generator.
+TEST(InterpreterSources, PhiloxMatchesItsPublishedVectors) {
+  const ac::Philox4x32 zero = ac::philox4x32_10(ac::Philox4x32{{0u, 0u, 0u, 0u}}, 0u, 0u);
+  EXPECT_EQ(std::vector<unsigned>(zero.v, zero.v + 4), (std::vector<unsigned>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  const ac::Philox4x32 ones = ac::philox4x32_10(ac::Philox4x32{{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
+  EXPECT_EQ(std::vector<unsigned>(ones.v, ones.v + 4), (std::vector<unsigned>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  const ac::Philox4x32 pi = ac::philox4x32_10(ac::Philox4x32{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
+  EXPECT_EQ(std::vector<unsigned>(pi.v, pi.v + 4), (std::vector<unsigned>{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+  // Element i: word i % 4 of block i / 4, its top 24 bits over 2^24.
+  EXPECT_EQ(ac::random_uniform(0, 0), static_cast<float>(0x6627e8d5u >> 8) / 16777216.0f);
+  EXPECT_EQ(ac::random_uniform(0, 3), static_cast<float>(0x9b00dbd8u >> 8) / 16777216.0f);
+}
+
+// Element i depends on (seed, i) alone: a row's values do not change with T, a seed gives the same
+// values every call and another seed others; uniform in [0, 1).
+TEST(InterpreterSources, RandomUniformIsAFunctionOfSeedAndIndex) {
+  const std::string text = module_text("(%x: f32[T]) -> (f32[T, 3], f32[T, 3], f32[4096])", R"(
+    %a = random_uniform {seed = 7, shape = [T, 3]} : f32[T, 3]
+    %b = random_uniform {seed = 8, shape = [T, 3]} : f32[T, 3]
+    %c = random_uniform {seed = 9007199254740991, shape = [4096]} : f32[4096]
+    return %a, %b, %c)");
+  const auto four = run_ok(text, {f32({4}, {0, 0, 0, 0})});
+  const auto two = run_ok(text, {f32({2}, {0, 0})});
+  ASSERT_EQ(four.size(), 3u);
+  ASSERT_EQ(two.size(), 3u);
+  EXPECT_EQ(four[0].shape, (std::vector<int64_t>{4, 3}));
+  for (size_t i = 0; i < four[0].f32.size(); ++i) {
+    EXPECT_EQ(four[0].f32[i], ac::random_uniform(7, i)) << i;
+    EXPECT_NE(four[0].f32[i], four[1].f32[i]) << i;
+  }
+  EXPECT_EQ(std::vector<float>(four[0].f32.begin(), four[0].f32.begin() + 6), two[0].f32);
+  EXPECT_EQ(run_ok(text, {f32({4}, {0, 0, 0, 0})})[0].f32, four[0].f32);
+  double sum = 0;
+  int below = 0;
+  for (float u : four[2].f32) {
+    ASSERT_TRUE(u >= 0.0f && u < 1.0f) << u;
+    sum += u;
+    below += u < 0.3f;
+  }
+  EXPECT_NEAR(sum / 4096, 0.5, 0.02);             // the standard error is 0.0045
+  EXPECT_NEAR(below / 4096.0, 0.3, 0.03);         // 0.0072
+}
+
+TEST(InterpreterSources, RandomUniformNeedsASeedInRange) {
+  for (const char* attrs : {"seed = -1, shape = [2]", "seed = 9007199254740992, shape = [2]", "shape = [2]"}) {
+    auto module = parse_module(module_text("() -> (f32[2])", std::string("    %a = random_uniform {") + attrs + R"(} : f32[2]
+    return %a)"));
+    const Status status = module ? verify_module(*module) : module.status();
+    EXPECT_FALSE(status.is_ok()) << attrs;
+    EXPECT_TRUE(contains(status.message(), "seed")) << status.message();
+  }
 }
 
 TEST(InterpreterPointwise, PowMaximumMinimumBroadcastAndPropagateNaN) {

@@ -18,7 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16", "batch_norm"};
+const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16", "batch_norm",
+                                   "gemm_dropout_softmax_f16"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
@@ -114,6 +115,29 @@ TEST(KernelBenchFixtures, AnIntegerSumAccumulatesInInt) {
     EXPECT_NE(source.find("s1[row] = value;"), std::string::npos) << entry.path();  // the count, not an index
   }
   EXPECT_GT(integer_kernels, 0);
+}
+
+// Dropout in training mode (KernelBench L2 66 in miniature): its mask is random_uniform, computed where
+// it is read, so the linear's epilogue draws it (every GEMM candidate's epilogue calls ac::random_uniform
+// with the capture's seed) and no random tensor reaches memory.
+TEST(KernelBenchFixtures, DropoutDrawsItsMaskInTheLinearsEpilogue) {
+  const fs::path work = testing::scratch_dir("kernelbench-fixtures", "dropout");
+  const testing::CommandRun run = testing::run_cli("compile " + fixture_dir("gemm_dropout_softmax_f16").string() +
+                                                   " --device-profile h200 --dump-ir -o " + (work / "artifact").string() +
+                                                   " --cache-dir " + (work / "cache").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_EQ(region_ops(work / "artifact"), (std::vector<std::string>{"linear ge cast mul cast where", "softmax"}));
+  const std::string module = testing::file_bytes(fixture_dir("gemm_dropout_softmax_f16") / "module.ir");
+  EXPECT_NE(module.find("random_uniform {seed = 0, shape = [T, 6]}"), std::string::npos) << module;
+  int epilogues = 0;
+  for (const auto& entry : fs::directory_iterator(work / "artifact/kernels")) {
+    const std::string source = testing::file_bytes(entry.path());
+    if (source.find("ge_cast_mul") == std::string::npos) continue;
+    ++epilogues;
+    EXPECT_NE(source.find("ac::random_uniform(0ULL, static_cast<unsigned long long>(row * 6LL + col + e))"), std::string::npos)
+        << entry.path();
+  }
+  EXPECT_EQ(epilogues, 1);  // the selected one (no GPU: the planner's first)
 }
 
 // Attention of plain tensors with a T batch ([T, heads, S, D], KernelBench L1 97): the lowered

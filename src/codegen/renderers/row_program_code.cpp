@@ -72,6 +72,12 @@ class ProgramWriter {
 
   std::string write() {
     const std::string V = std::to_string(vec_);
+    // Only a program that reads random_uniform includes its generator, so no other kernel's source changes.
+    for (const auto& load : p_.loads)
+      if (load.kind == RowProgram::LoadKind::kRandom) {
+        src_ << "#include \"random.cuh\"\n\n";
+        break;
+      }
     src_ << "struct Program {\n";
     for (size_t i = 0; i < p_.loads.size(); ++i)
       if (p_.loads[i].kind == RowProgram::LoadKind::kMemory && !provided(p_.loads[i]))
@@ -249,6 +255,11 @@ class ProgramWriter {
         else
           value = "static_cast<float>(" + double_literal(load.value) + " + " + double_literal(load.step) + " * static_cast<double>" + index + ")";
         src_ << "#pragma unroll\n    for (int e = 0; e < " << vec_ << "; ++e) c.l" << I << "[e] = " << value << ";\n";
+      } else if (load.kind == RowProgram::LoadKind::kRandom) {
+        // Philox of the seed and the element's offset into the random_uniform (kernels/random.cuh).
+        const std::string index = "static_cast<unsigned long long>(" + offset + (load.col_stride != 0 ? " + col + e" : "") + ")";
+        src_ << "#pragma unroll\n    for (int e = 0; e < " << vec_ << "; ++e) c.l" << I << "[e] = ac::random_uniform("
+             << static_cast<unsigned long long>(load.value) << "ULL, " << index << ");\n";
       } else if (load.col_stride != 0) {
         src_ << "    ac::load_vec<" << template_args({{"T", T}, {"VEC", vec_}}) << ">(l" << I << " + " << offset << " + col, c.l" << I << ");\n";
       } else {

@@ -54,7 +54,8 @@ std::optional<std::vector<int64_t>> broadcast_strides(const ir::Shape& shape, co
 }
 
 // A value read from outside the nodes analyzed: an interface slot (read through views: a broadcast
-// on top, then reshapes), or a source computed where it is read (a one-value constant, an arange).
+// on top, then reshapes), or a source computed where it is read (a one-value constant, an arange, a
+// random_uniform).
 struct Operand {
   RowProgram::LoadKind kind = RowProgram::LoadKind::kMemory;
   std::string slot;
@@ -88,6 +89,12 @@ std::optional<Operand> external_operand(const RegionContext& ctx, ir::ValueId va
       out.kind = RowProgram::LoadKind::kArange;
       out.value = node.float_attr("start");
       out.step = node.float_attr("step", 1.0);
+      out.type.dtype = f.type(cur).dtype;
+      return out;
+    }
+    if (node.op == OpKind::kRandomUniform) {  // seeds are below 2^53: exact in a double
+      out.kind = RowProgram::LoadKind::kRandom;
+      out.value = static_cast<double>(node.int_attr("seed"));
       out.type.dtype = f.type(cur).dtype;
       return out;
     }

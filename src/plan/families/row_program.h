@@ -15,7 +15,8 @@
 // into that space numpy style, where a broadcast dim is a static 1 or missing: a load has a stride
 // per leading dim (0 where broadcast) and a column stride of 1, or 0 when it is broadcast along the
 // columns. A load reads memory (an interface slot), or is computed where it is read: a literal (a
-// constant of one value) or an arange (start + step * index).
+// constant of one value), an arange (start + step * index) or a random_uniform (Philox of the seed
+// and the index, kernels/random.cuh), the index being the element's offset into the source.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +30,14 @@
 namespace agentcompile::plan {
 
 struct RowProgram {
-  enum class LoadKind : uint8_t { kMemory, kLiteral, kArange };
+  enum class LoadKind : uint8_t { kMemory, kLiteral, kArange, kRandom };
   struct Load {
     LoadKind kind = LoadKind::kMemory;
     std::string slot;  // "in0", "w1", "workspace" (memory loads)
     ir::DType dtype = ir::DType::kF16;
     std::vector<int64_t> row_strides;  // per leading dim, elements; 0 where broadcast
     int64_t col_stride = 1;            // 1, or 0 when broadcast along the columns
-    double value = 0;                  // a literal's value; an arange's start
+    double value = 0;                  // a literal's value; an arange's start; a random_uniform's seed
     double step = 0;                   // an arange's step
   };
   struct Step {
