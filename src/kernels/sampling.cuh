@@ -253,6 +253,10 @@ extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample(const
   __syncthreads();
   if (!last_block) return;
   const int argmax = static_cast<int>(0xFFFFFFFFu - static_cast<unsigned>(maximum & 0xFFFFFFFFull));
+  // Every logit NaN or -inf (activations past their dtype's range): the row holds no number to choose.
+  // The host's ring gets -1, which the runtime reports as an error; the device's own copies keep the
+  // argmax (id 0 then), so steps already queued behind this one read a valid id.
+  const bool no_number = static_cast<unsigned>(maximum >> 32) == ac::order_key(-__int_as_float(0x7f800000));
   int token = argmax;
   if (a.temperature > 0.f) {
     token = ac::sample_token(a, s, step);
@@ -266,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(ac::kSampleThreads) ac_sample(const
     // The host reads the ring only after an event recorded behind this launch has completed, and a
     // completed kernel's writes to mapped host memory are visible then: no system-scope fence, whose
     // round trip over the bus would end every decode step.
-    a.host_ring[step % a.ring] = token;
+    a.host_ring[step % a.ring] = no_number ? -1 : token;
     a.seen[token] = 1;
     *a.pos = position + a.advance;
     *a.step = step + 1;

@@ -80,6 +80,12 @@ Expected<GenerateResult> DecodeLoop::run(StepEvents& events, CUstream stream, co
       AC_ASSIGN_OR_RETURN(result.prefill_ms, events.prefill_ms());
     }
     const int32_t token = token_of(consumed);
+    if (token < 0)  // the sampler's mark for a logits row without a number (kernels/sampling.cuh)
+      return error(ErrorCode::kUnsupported,
+                   (consumed == 0 ? std::string("the prompt's logits") : "the logits of decode step " + std::to_string(consumed)) +
+                       " hold no number (every one NaN or -inf), so no token can be chosen: the model's activations left "
+                       "the range of its dtype (f16 ends at 65504; bf16 or f32 weights may fit) or a kernel wrote NaN" +
+                       (consumed > 0 ? " (" + std::to_string(consumed) + " tokens were produced before it)" : std::string()));
     result.tokens.push_back(token);
     last = consumed;
     if (stops.count(token)) {

@@ -1,9 +1,11 @@
 // The device sampler against its definition: greedy picks the first maximum; the repetition
 // penalty moves the maximum; top-k and top-p draw only from the kept set, with frequencies that
-// follow the renormalized softmax; a seed reproduces draws; position and step counters advance.
+// follow the renormalized softmax; a seed reproduces draws; position and step counters advance; a row
+// without a number (all NaN) marks its step -1 for the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "codegen/nvrtc_compiler.h"
@@ -116,6 +118,24 @@ TEST(DeviceSampler, GreedyPenaltyTopKTopPAndSeeds) {
   SamplingOptions greedy = p7;
   greedy.temperature = 0.f;
   EXPECT_EQ(rig.draw(mass, greedy, 3), (std::vector<int32_t>{10, 10, 10}));
+}
+
+TEST(DeviceSampler, ARowWithoutANumberMarksItsStep) {
+  AC_REQUIRE_GPU();
+  Rig rig = Rig::create(1000);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> values(1000, nan);
+  EXPECT_EQ(rig.draw(values, SamplingOptions{}, 2), (std::vector<int32_t>{-1, -1}));
+  SamplingOptions hot;
+  hot.temperature = 0.8f;
+  hot.top_p = 0.9f;
+  EXPECT_EQ(rig.draw(values, hot, 1), (std::vector<int32_t>{-1}));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(rig.draw(values, SamplingOptions{}, 1), (std::vector<int32_t>{-1}));
+  // One number among NaNs is a choice: NaN never wins, and nothing is marked.
+  values.assign(1000, nan);
+  values[417] = -3.f;
+  EXPECT_EQ(rig.draw(values, SamplingOptions{}, 1), (std::vector<int32_t>{417}));
 }
 
 }  // namespace
