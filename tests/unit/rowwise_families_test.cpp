@@ -200,6 +200,65 @@ TEST(RowProgram, PartialBroadcastStrides) {
   }
 }
 
+// A captured dropout's random_uniform is read where it is read: a load computed from the seed and the
+// element's offset into the random tensor (kernels/random.cuh), one per source (a full [T, 8, 64] mask and a
+// [8, 64] one broadcast over T), whose seeds survive the match's serialization exactly (2^40 + 7 is no
+// float); every candidate includes the generator, names its seed and compiles with NVRTC.
+TEST(RowProgram, RandomUniformIsALoadOfItsSeedAndOffset) {
+  auto module = ir::parse_module(R"(module m {
+  func @forward(%x: f16[T, 8, 64]) -> (f16[T, 8, 64]) {
+    %u = random_uniform {seed = 1099511627783, shape = [T, 8, 64]} : f32[T, 8, 64]
+    %v = random_uniform {seed = 3, shape = [8, 64]} : f32[8, 64]
+    %p = constant {dtype = "f32", shape = [], value = 0.25} : f32[]
+    %keep = ge(%u, %p) : bool[T, 8, 64]
+    %vb = broadcast(%v) {shape = [T, 8, 64]} : f32[T, 8, 64]
+    %also = ge(%vb, %p) : bool[T, 8, 64]
+    %both = logical_and(%keep, %also) : bool[T, 8, 64]
+    %zero = constant {dtype = "f16", shape = [], value = 0.0} : f16[]
+    %y = where(%both, %x, %zero) : f16[T, 8, 64]
+    return %y
+  }
+}
+)");
+  ASSERT_TRUE(module.has_value()) << module.status().to_string();
+  const ir::Function& f = module->functions.front();
+  auto partition = analysis::form_regions(*module, f);
+  ASSERT_EQ(partition.regions.size(), 1u);
+  auto unique = analysis::unique_regions(*module, f, partition, {3, 1});
+  plan::RegionContext ctx{&*module, &f, &partition.regions.front(), &unique.front().summary};
+  auto program = plan::analyze_row_program(ctx);
+  ASSERT_TRUE(program.has_value());
+  std::vector<const plan::RowProgram::Load*> random;
+  for (const auto& load : program->loads)
+    if (load.kind == plan::RowProgram::LoadKind::kRandom) random.push_back(&load);
+  ASSERT_EQ(random.size(), 2u);
+  EXPECT_EQ(random[0]->value, 1099511627783.0);
+  EXPECT_EQ(random[0]->row_strides, (std::vector<int64_t>{512, 64}));
+  EXPECT_EQ(random[1]->value, 3.0);
+  EXPECT_EQ(random[1]->row_strides, (std::vector<int64_t>{0, 64}));  // the same mask for every token
+  plan::Match match;
+  plan::encode_row_program(*program, match);
+  const plan::RowProgram back = plan::decode_row_program(match);
+  ASSERT_EQ(back.loads.size(), program->loads.size());
+  for (size_t i = 0; i < back.loads.size(); ++i) {
+    EXPECT_EQ(back.loads[i].kind, program->loads[i].kind) << i;
+    EXPECT_EQ(back.loads[i].value, program->loads[i].value) << i;
+    EXPECT_EQ(back.loads[i].row_strides, program->loads[i].row_strides) << i;
+  }
+  std::map<std::string, std::string> jobs;
+  const auto plans = plan_all(*module, "forward", "h200");
+  ASSERT_EQ(plans.size(), 1u);
+  for (const auto& c : plans.front().candidates) {
+    auto source = codegen::render_source(c);
+    ASSERT_TRUE(source.has_value()) << source.status().to_string();
+    EXPECT_NE(source->find("#include \"random.cuh\""), std::string::npos) << c.name();
+    EXPECT_NE(source->find("ac::random_uniform(1099511627783ULL, "), std::string::npos) << c.name();
+    EXPECT_NE(source->find("ac::random_uniform(3ULL, "), std::string::npos) << c.name();
+    jobs.emplace(c.name(), *source);
+  }
+  if (codegen::cuda_include_dir()) expect_compiles(jobs, "sm_90a");
+}
+
 // A captured module's batch of scalars ([T], KernelBench level 2 problem 55's final scale): T rows of
 // one column, every operand read at a row stride of 1 or broadcast (0); a row op over [T] is not
 // taken this way (it would reduce over the batch).
