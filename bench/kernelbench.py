@@ -16,11 +16,11 @@ For every problem file (Model, get_inputs, get_init_inputs) of the chosen levels
                eager, torch.compile(model) (default mode) and agentcompile (one call = a CUDA-graph replay of
                the function's kernels; inputs already in its buffers), all in this process, one after another.
 A problem that cannot be captured, compiled or checked counts as incorrect (never skipped); the reason is
-recorded. A dropout in training mode (L2 66, as KernelBench runs its Model) is captured with the IR's own
-random numbers (python/agentcompile/random_ops.py: Philox4x32-10, the same mask every call), so the reference
-is eager run with those masks; how eager with torch's own RNG compares is recorded beside it, not judged. A
-problem that draws random numbers otherwise (torch.rand in forward) is recorded as unsupported, which also
-counts as incorrect. Pairs are compiled and evaluated cheapest first (least data to validate), so a pass cut by its budget covers as many as it can. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
+recorded. A random draw (L2 66's dropout in training mode, as KernelBench runs its Model; torch.rand, randn,
+bernoulli) is captured with the IR's own random numbers (python/agentcompile/random_ops.py: Philox4x32-10, the
+same numbers every call), so the reference is eager run with those draws; how eager with torch's own RNG
+compares is recorded beside it, not judged. A draw the IR has no form for (randint, multinomial, a generator
+argument) is recorded as unsupported, which also counts as incorrect. Pairs are compiled and evaluated cheapest first (least data to validate), so a pass cut by its budget covers as many as it can. Runs resume: WORK keeps what was compiled and --out what was evaluated (an artifact evaluated once
 is not evaluated again), so a benchmark can be spread over several calls with --budget. fast_p = share of problems that are correct and more than p times faster than the baseline
 (fast_0: correct). Outputs in --out: results.json (merged with an earlier run's, per problem and dtype),
 results.md (per level and dtype: fast_0, fast_1 over eager and over torch.compile, geometric-mean speedups)
@@ -88,14 +88,14 @@ def capture_failure(message: str) -> dict:
         return {"compiled": False, "unsupported": True,
                 "reason": "unsupported: the reference is random (" + message.removeprefix("capture: ").split(";")[0] +
                           (f" at {where.group(1)}" if where else "") +
-                          "); only a dropout's masks have an IR form (random_ops.py)"}
+                          "); only dropout, rand, randn and bernoulli have an IR form (random_ops.py)"}
     return {"compiled": False, "reason": "capture failed: " + message}
 
 
-def dropout_notes(cap: pathlib.Path) -> list[str]:
-    """The capture's notes on its dropouts (random_ops.py), empty without one."""
+def random_notes(cap: pathlib.Path) -> list[str]:
+    """The capture's notes on its random draws (random_ops.py), empty without one."""
     manifest = json.loads((cap / "capture.json").read_text())
-    return [note for note in manifest.get("notes", []) if note.startswith("dropout (p=")]
+    return [note for note in manifest.get("notes", []) if ": random_uniform seed " in note]
 
 
 def load_problem(path: pathlib.Path):
@@ -206,7 +206,7 @@ def error_against_f64(torch, model, inputs, outputs: dict) -> dict | None:
 def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathlib.Path, art: pathlib.Path) -> dict:
     """Check and time one compiled problem (CUDA is live in this process from here on)."""
     from safetensors.torch import load_file
-    from agentcompile.random_ops import with_captured_dropout
+    from agentcompile.random_ops import with_captured_random
     from agentcompile.runtime import FunctionRunner
 
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
@@ -236,20 +236,21 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
         return [v for v in values if isinstance(v, torch.Tensor)]
 
     result = {"correct": True, "seeds": args.seeds}
-    # The reference: eager, where a dropout in training mode runs with the capture's masks (its k-th with
-    # random_ops' dropout_seed(0, k), as captured with --seed 0); without one it is the model itself.
-    dropouts = dropout_notes(cap)
-    reference = with_captured_dropout(torch, model, 0) if dropouts else model
+    # The reference: eager, where a random draw (a dropout in training mode, torch.rand, ...) draws what the
+    # capture's does (its k-th with random_ops' random_seed(0, k), as captured with --seed 0); without one it is
+    # the model itself.
+    draws = random_notes(cap)
+    reference = with_captured_random(torch, model, 0) if draws else model
     with torch.no_grad():
         for seed in range(args.seeds):
             inputs = inputs_for(seed)
             expected = reference(*inputs)
-            if dropouts and seed == 0:
-                # KernelBench's own rule compares with eager's dropout, whose masks come from torch's RNG:
-                # recorded, not judged (softmax over many features can hide any mask within 1e-2).
+            if draws and seed == 0:
+                # KernelBench's own rule compares with eager's draws from torch's RNG: recorded, not judged
+                # (a softmax over many features can hide any dropout mask within 1e-2).
                 ok_torch_rng, why_torch_rng = check_outputs(torch, model(*inputs), runner(*tensors(inputs)))
-                result["dropout"] = {"masks": "the capture's (random_ops.captured_dropout)", "notes": dropouts,
-                                     "vs_eager_torch_rng": "within tolerance" if ok_torch_rng else why_torch_rng}
+                result["random"] = {"draws": "the capture's (random_ops.captured_random)", "notes": draws,
+                                    "vs_eager_torch_rng": "within tolerance" if ok_torch_rng else why_torch_rng}
             actual = runner(*tensors(inputs))
             torch.cuda.synchronize()
             ok, why = check_outputs(torch, expected, actual)
@@ -359,7 +360,7 @@ def write_report(out: pathlib.Path, doc: dict) -> None:
     unsupported = sorted(f"L{e['level']} {e['problem']} ({e['dtype']})" for e in entries if e.get("unsupported"))
     if unsupported:
         lines += ["", f"Unsupported (counted as incorrect, in fast_0 too): {', '.join(unsupported)}: the reference draws random "
-                      "numbers (dropout in training mode), which compiled kernels do not reproduce."]
+                      "numbers the IR has no form for (randint, multinomial, a generator argument)."]
     lines += ["", "f64 error: the largest error against the model run in f64 on seed 0's inputs, relative to the largest "
                   "|output| (f32 pairs; eager / eager with TF32 / agentcompile). TF32: the baselines' times with TF32 allowed "
                   "(eager / torch.compile); 3xTF32: agentcompile selected a 3xTF32 GEMM.", "",

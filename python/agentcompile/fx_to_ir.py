@@ -27,7 +27,7 @@ from .errors import CaptureError
 from .ir_builder import FunctionBuilder, Lazy
 from .ir_infer import IRTypeError
 from .ir_text import Module, ParamDecl, TensorType, Value
-from .random_ops import dropout_seed
+from .random_ops import random_seed
 
 INLINE_LIMIT = 4096  # elements: constants up to this size are written into the IR, not the weights
 LOWERINGS = {**aten_layout.LOWERINGS, **aten_math.LOWERINGS, **aten_reduce.LOWERINGS, **aten_nn.LOWERINGS}
@@ -63,8 +63,12 @@ class Converter:
     def __init__(self, ep, module: Module, function_name: str, user_inputs: dict, param_name=lambda target: target,
                  random_seed: int = 0):
         self.ep = ep
-        self.random_seed = random_seed  # the capture's --seed: dropout k gets random_ops.dropout_seed(it, k)
-        self.dropouts = 0
+        self.random_seed = random_seed  # the capture's --seed: random draw k gets random_ops.random_seed(it, k)
+        # Every node that draws random numbers, by its rank in program order, counted whether or not it is
+        # live: eager draws for every such call, so a dead draw still takes its seed.
+        draws = [n for n in ep.graph.nodes if n.op == "call_function" and aten_nn.draws_random(self.target_name(n), n)]
+        self._draw_index = {n: k for k, n in enumerate(draws)}
+        self.draw_sites = [source_location(n) for n in draws]
         self.module = module
         self.user_inputs = user_inputs
         self.param_name = param_name
@@ -78,14 +82,12 @@ class Converter:
         names = [n.name for n in ep.graph.nodes]
         self.b = FunctionBuilder(module, function_name, names)
 
-    def next_dropout_seed(self) -> int:
-        """The seed of the next dropout in program order (random_ops.py)."""
+    def draw_seed(self) -> int:
+        """The seed of the random draw being lowered: its rank among the program's draws (random_ops.py)."""
         try:
-            seed = dropout_seed(self.random_seed, self.dropouts)
-        except ValueError as e:
-            self.fail(str(e))
-        self.dropouts += 1
-        return seed
+            return random_seed(self.random_seed, self._draw_index[self.node])
+        except (KeyError, ValueError) as e:
+            self.fail(f"random draw: {e}")
 
     # -- the walk -------------------------------------------------------------------------------------
     def run(self):

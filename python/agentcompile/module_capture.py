@@ -11,11 +11,11 @@ compiler then checks candidates against its CPU reference at a small T and times
 billions of elements compile in seconds. Where the module fixes that dim (a view of a constant batch size,
 an op that needs the size as a number, ...) the capture is static, and a note says why. The model stays in its
 default (training) mode, as KernelBench runs it: batch norm normalizes with the batch's statistics and
-its running-statistics updates are dropped (noted in the manifest); a dropout draws its mask from the
-IR's counter-based random numbers (random_ops.py: the k-th dropout's seed follows --seed, the same mask
-in every call), and `--eval` turns it off. The example inputs and the eager outputs, computed with the
-capture's dropout masks, are written beside the IR (inputs.safetensors, reference_outputs.safetensors) so
-a run can be checked without Python.
+its running-statistics updates are dropped (noted in the manifest); a dropout, torch.rand / randn (and
+their _like forms) and torch.bernoulli draw from the IR's counter-based random numbers (random_ops.py: the
+k-th draw's seed follows --seed, the same numbers in every call), and `--eval` turns dropout off. The
+example inputs and the eager outputs, computed with the capture's draws, are written beside the IR
+(inputs.safetensors, reference_outputs.safetensors) so a run can be checked without Python.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from .capture_dir import node_count, signature, torch_version, write_capture
 from .errors import CaptureError
 from .exporting import export_core_aten
 from .fx_to_ir import Converter, UserInput
-from .random_ops import captured_dropout
+from .random_ops import captured_random, count_draws
 from .ir_text import Module
 from .weights import save_tensors
 
@@ -169,6 +169,15 @@ def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Mod
     program, module, function, converter, batch, why_static = _export_and_convert(
         model, inputs, re.sub(r"\W", "_", path.stem), f"{path.name}:{class_name}", static_shapes, seed)
     examples = _tensor_inputs(program, inputs)
+    if converter.draw_sites:
+        # Eager must draw what the capture does, k-th for k-th (random_ops.py); torch.export drops a draw whose
+        # result is unused, which would shift every later seed.
+        eager_draws = count_draws(torch, model, inputs)
+        if eager_draws != len(converter.draw_sites):
+            raise CaptureError(f"forward makes {eager_draws} random draws but the exported program keeps "
+                               f"{len(converter.draw_sites)} ({', '.join(converter.draw_sites)}): torch.export drops a "
+                               "draw whose result is unused, so the captured draws cannot be matched with eager's; "
+                               "remove the unused draw")
 
     output_dtypes = _output_dtypes(program)
     output_names = ["output"] if len(output_dtypes) == 1 else [f"output_{i}" for i in range(len(output_dtypes))]
@@ -190,7 +199,7 @@ def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Mod
     }
     write_capture(out, module, manifest, converter.tensors)
     if example_data:
-        with torch.no_grad(), captured_dropout(torch, seed):  # eager with the capture's dropout masks
+        with torch.no_grad(), captured_random(torch, seed):  # eager with the capture's random draws
             outputs = _as_list(model(*inputs))
         save_tensors(out / "inputs.safetensors", examples)
         save_tensors(out / "reference_outputs.safetensors", dict(zip(output_names, outputs)))

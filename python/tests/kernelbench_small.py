@@ -197,6 +197,16 @@ class Model(nn.Module):
 def get_inputs(): return [torch.randn(8, 16)]
 def get_init_inputs(): return []
 """,
+    # torch.randn_like, rand_like, bernoulli and rand in forward (the draws seeded in program order).
+    "random_draws": """
+class Model(nn.Module):
+    def forward(self, x):
+        noise = torch.randn_like(x) + torch.rand_like(x)
+        gate = torch.bernoulli(torch.sigmoid(x))
+        return x + 0.1 * noise * gate + torch.rand(x.shape[0], 4).sum(1, keepdim=True)
+def get_inputs(): return [torch.randn(8, 16)]
+def get_init_inputs(): return []
+""",
     "lowering_edge_cases": """
 class Model(nn.Module):
     def forward(self, x, i):

@@ -75,7 +75,7 @@ class ModuleCaptureTest(unittest.TestCase):
         manifest = json.loads((out / "capture.json").read_text())
         self.assertTrue(any("dropout (p=0.2)" in note and "dropout_softmax.py:" in note for note in manifest["notes"]),
                         manifest["notes"])
-        # The reference outputs are eager's under the capture's masks (random_ops.captured_dropout).
+        # The reference outputs are eager's under the capture's draws (random_ops.captured_random).
         train = self.evaluate(out)
         assert_close(self, train, _load(out / "reference_outputs.safetensors"), 1e-5, 1e-4)
         eval_out = self.capture("dropout_softmax", eval_mode=True)
@@ -86,19 +86,42 @@ class ModuleCaptureTest(unittest.TestCase):
         differ = [not bool((train[k] - evaluated[k]).abs().max() < 1e-3) for k in train]
         self.assertTrue(all(differ))
 
-    def test_captured_dropout_keeps_one_minus_p_of_the_elements_scaled(self):
+    def test_a_draw_that_export_drops_is_an_error(self):
+        from agentcompile.errors import CaptureError
+        from agentcompile.module_capture import capture_module
+        problem = self.tmp / "dead_draw.py"
+        problem.write_text(source("random_draws").replace("noise = torch.randn_like(x) + torch.rand_like(x)",
+                                                          "noise = torch.randn_like(x)\n        unused = torch.rand_like(x)"))
+        with self.assertRaises(CaptureError) as caught:
+            capture_module(problem, self.tmp / "dead-draw", seed=0)
+        message = str(caught.exception)
+        self.assertIn("forward makes 4 random draws but the exported program keeps 3", message)
+        self.assertIn("dead_draw.py:", message)
+        self.assertIn("remove the unused draw", message)
+
+    def test_captured_random_draws_what_the_capture_does(self):
         import torch
-        from agentcompile.random_ops import captured_dropout
+        from agentcompile.random_ops import captured_random
         x = torch.ones(256, 1024)
-        with captured_dropout(torch, 3) as calls:
+        with captured_random(torch, 3) as calls:
             first = torch.nn.functional.dropout(x, 0.25)
             again = torch.nn.functional.dropout(x, 0.25)
             self.assertIs(torch.nn.functional.dropout(x, 0.25, training=False), x)
-        self.assertEqual(calls[0], 2)
+            uniform = torch.rand_like(x)
+            normal = torch.randn(512, 512)
+            coins = torch.bernoulli(torch.full((256, 1024), 0.3))
+        self.assertEqual(calls[0], 5)
         kept = (first != 0).float().mean().item()
         self.assertLess(abs(kept - 0.75), 0.005)  # 262144 draws: the standard error is 0.0008
         self.assertTrue(torch.equal(first[first != 0], torch.full_like(first[first != 0], 1 / 0.75)))
-        self.assertFalse(torch.equal(first, again))  # the second dropout has a seed of its own
+        self.assertFalse(torch.equal(first, again))  # the second draw has a seed of its own
+        self.assertTrue(bool(((uniform >= 0) & (uniform < 1)).all()))
+        self.assertLess(abs(uniform.mean().item() - 0.5), 0.005)
+        self.assertLess(abs(normal.mean().item()), 0.01)  # 262144 normals: standard error 0.002
+        self.assertLess(abs(normal.std().item() - 1), 0.01)
+        self.assertLess(abs(coins.mean().item() - 0.3), 0.005)
+        with captured_random(torch, 3):  # entered again: the same draws from the first
+            self.assertTrue(torch.equal(torch.nn.functional.dropout(x, 0.25), first))
 
     def test_without_example_data_only_the_module_and_weights_are_written(self):
         out = self.capture("gemm_multiply_leakyrelu", example_data=False)

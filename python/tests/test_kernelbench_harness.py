@@ -20,7 +20,7 @@ class Model(torch.nn.Module):
         super().__init__()
 
     def forward(self, x):
-        return torch.softmax(x + torch.rand_like(x), dim=1)
+        return torch.softmax(x + torch.randint_like(x, 4), dim=1)
 
 def get_inputs(): return [torch.randn(4, 8)]
 def get_init_inputs(): return []
@@ -46,7 +46,7 @@ class KernelBenchHarnessTest(unittest.TestCase):
         entry = kb.capture_failure(result.stderr.strip())
         self.assertTrue(entry["unsupported"])
         self.assertFalse(entry["compiled"])
-        self.assertTrue(entry["reason"].startswith("unsupported: the reference is random (aten.rand_like.default"), entry)
+        self.assertTrue(entry["reason"].startswith("unsupported: the reference is random (aten.randint_like."), entry)
         self.assertIn("noisy.py:8 in forward", entry["reason"])
         summary = kb.summarize([{"level": 2, "problem": "99_noisy", "dtype": "f32", "correct": False, **entry}])
         self.assertEqual(summary["unsupported"], 1)
