@@ -8,10 +8,8 @@ Causal LMs (prefill + decode):
   tiny-olmo2
 Modules (one forward, with inputs.safetensors and reference_outputs.safetensors):
   relu, softmax, layernorm, gemm_bias_gelu, cumsum, argmax, sdpa, rmsnorm, triu_matmul, gemm_batchnorm_f16,
-  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16, batch_norm, gemm_dropout_softmax_f16
-  -- KernelBench-style problems at
-  small sizes; each directory
-  keeps its problem file (<name>.py).
+  cross_entropy, triplet_margin, sdpa_batched, mse_loss, instance_norm_f16, batch_norm, gemm_dropout_softmax_f16,
+  random_draws -- KernelBench-style problems at small sizes; each directory keeps its problem file (<name>.py).
 Run from anywhere: python3 python/make_capture_fixtures.py [NAME ...] (paths in the manifests are
 repository-relative); with names, only those directories are written again and the others are kept.
 """
@@ -206,6 +204,9 @@ def get_init_inputs(): return []
     # KernelBench L2 66 in miniature (the Python tests' small copy): dropout in training mode, random_uniform in
     # the linear's epilogue
     "gemm_dropout_softmax_f16": kernelbench_small.PROBLEMS["dropout_softmax"],
+    # torch.randn_like, rand_like, bernoulli and rand in forward (the Python tests' small copy): Box-Muller and
+    # comparisons over random_uniform loads in the row programs
+    "random_draws": kernelbench_small.PROBLEMS["random_draws"],
 }
 # Extra capture arguments per problem (default: f32, training mode like KernelBench's Model).
 PROBLEM_ARGS = {"gemm_batchnorm_f16": ["--dtype", "f16"], "instance_norm_f16": ["--dtype", "f16"],

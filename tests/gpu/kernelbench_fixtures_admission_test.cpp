@@ -60,7 +60,7 @@ void admit_fixture(const gpu::DeviceInfo& gpu, const std::string& name) {
 TEST(KernelBenchFixturesAdmission, EveryRegionValidatesOnTheGpu) {
   AC_REQUIRE_GPU();
   for (const char* name : {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16", "batch_norm",
-                           "gemm_dropout_softmax_f16"}) {
+                           "gemm_dropout_softmax_f16", "random_draws"}) {
     SCOPED_TRACE(name);
     admit_fixture(*gpu, name);
   }

@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* const kFixtures[] = {"triu_matmul", "gemm_batchnorm_f16", "cross_entropy", "triplet_margin", "sdpa_batched", "mse_loss", "instance_norm_f16", "batch_norm",
-                                   "gemm_dropout_softmax_f16"};
+                                   "gemm_dropout_softmax_f16", "random_draws"};
 
 fs::path fixture_dir(const std::string& name) { return fs::path(AC_SOURCE_DIR) / "tests/fixtures/captured" / name; }
 
