@@ -147,11 +147,9 @@ def with_captured_random(torch, model, capture_seed: int = 0):
 
 def count_draws(torch, model, inputs) -> int:
     """How many random draws one eager call of `model` makes (captured_random's count), on the meta device:
-    no data is computed or copied beyond the module's structure."""
-    import copy
-
-    meta_model = copy.deepcopy(model).to("meta")
+    the module runs on meta stand-ins of its parameters and buffers, so no data is computed or copied."""
+    meta_state = {name: t.to("meta") for name, t in [*model.named_parameters(), *model.named_buffers()]}
     meta_inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.no_grad(), torch.device("meta"), captured_random(torch, 0) as calls:  # factories made on meta too
-        meta_model(*meta_inputs)
+        torch.func.functional_call(model, meta_state, tuple(meta_inputs))
     return calls[0]
