@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from . import aten_layout, aten_math, aten_nn, aten_reduce
+from . import aten_layout, aten_math, aten_nn, aten_random, aten_reduce
 from .dtypes import ir_dtype
 from .errors import CaptureError
 from .ir_builder import FunctionBuilder, Lazy
@@ -30,7 +30,8 @@ from .ir_text import Module, ParamDecl, TensorType, Value
 from .random_ops import random_seed
 
 INLINE_LIMIT = 4096  # elements: constants up to this size are written into the IR, not the weights
-LOWERINGS = {**aten_layout.LOWERINGS, **aten_math.LOWERINGS, **aten_reduce.LOWERINGS, **aten_nn.LOWERINGS}
+LOWERINGS = {**aten_layout.LOWERINGS, **aten_math.LOWERINGS, **aten_reduce.LOWERINGS, **aten_nn.LOWERINGS,
+             **aten_random.LOWERINGS}
 # Ops that only check what export already knows; they have no runtime meaning.
 DROPPED = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range.default",
            "aten.sym_constrain_range_for_size.default", "aten._assert_async.msg", "aten._assert_async.default"}
@@ -66,7 +67,7 @@ class Converter:
         self.random_seed = random_seed  # the capture's --seed: random draw k gets random_ops.random_seed(it, k)
         # Every node that draws random numbers, by its rank in program order, counted whether or not it is
         # live: eager draws for every such call, so a dead draw still takes its seed.
-        draws = [n for n in ep.graph.nodes if n.op == "call_function" and aten_nn.draws_random(self.target_name(n), n)]
+        draws = [n for n in ep.graph.nodes if n.op == "call_function" and aten_random.draws_random(self.target_name(n), n)]
         self._draw_index = {n: k for k, n in enumerate(draws)}
         self.draw_sites = [source_location(n) for n in draws]
         self.module = module

@@ -1,6 +1,6 @@
 """The IR's random numbers in numpy and torch: what a captured random draw computes, for the eager reference.
 
-A module's random draws are captured with `random_uniform {seed, shape}` (aten_nn.py), whose element i is
+A module's random draws are captured with `random_uniform {seed, shape}` (aten_random.py), whose element i is
 Philox4x32-10 of the counter (i // 4, 0, 0) and the key `seed`, word i % 4, as a float in [0, 1) from its
 top 24 bits: src/kernels/random.cuh, which the kernels and the CPU interpreter share. What each draw is:
   - a dropout in training mode (nn.Dropout, F.dropout, in place too): where(u >= p, x * 1/(1-p), 0);
