@@ -92,10 +92,9 @@ def capture_failure(message: str) -> dict:
     return {"compiled": False, "reason": "capture failed: " + message}
 
 
-def random_notes(cap: pathlib.Path) -> list[str]:
-    """The capture's notes on its random draws (random_ops.py), empty without one."""
-    manifest = json.loads((cap / "capture.json").read_text())
-    return [note for note in manifest.get("notes", []) if ": random_uniform seed " in note]
+def random_draws(cap: pathlib.Path) -> list[dict]:
+    """The capture's random draws (its manifest's "random_draws": draw, site, seed), empty without one."""
+    return json.loads((cap / "capture.json").read_text()).get("random_draws", [])
 
 
 def load_problem(path: pathlib.Path):
@@ -239,7 +238,7 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
     # The reference: eager, where a random draw (a dropout in training mode, torch.rand, ...) draws what the
     # capture's does (its k-th with random_ops' random_seed(0, k), as captured with --seed 0); without one it is
     # the model itself.
-    draws = random_notes(cap)
+    draws = random_draws(cap)
     reference = with_captured_random(torch, model, 0) if draws else model
     with torch.no_grad():
         for seed in range(args.seeds):
@@ -249,7 +248,7 @@ def evaluate(torch, args, level: int, path: pathlib.Path, dtype: str, cap: pathl
                 # KernelBench's own rule compares with eager's draws from torch's RNG: recorded, not judged
                 # (a softmax over many features can hide any dropout mask within 1e-2).
                 ok_torch_rng, why_torch_rng = check_outputs(torch, model(*inputs), runner(*tensors(inputs)))
-                result["random"] = {"draws": "the capture's (random_ops.captured_random)", "notes": draws,
+                result["random"] = {"reference": "eager with the capture's draws (random_ops.captured_random)", "draws": draws,
                                     "vs_eager_torch_rng": "within tolerance" if ok_torch_rng else why_torch_rng}
             actual = runner(*tensors(inputs))
             torch.cuda.synchronize()

@@ -70,6 +70,7 @@ class Converter:
         draws = [n for n in ep.graph.nodes if n.op == "call_function" and aten_random.draws_random(self.target_name(n), n)]
         self._draw_index = {n: k for k, n in enumerate(draws)}
         self.draw_sites = [source_location(n) for n in draws]
+        self.random_draws = []  # the draws lowered: {"draw", "site", "seed"} each (aten_random.py)
         self.module = module
         self.user_inputs = user_inputs
         self.param_name = param_name

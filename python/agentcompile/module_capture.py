@@ -196,6 +196,7 @@ def capture_module(path: pathlib.Path, out: pathlib.Path, class_name: str = "Mod
                                               output_names=output_names, output_torch_dtypes=output_dtypes),
                                   **({"symbols": {"T": batch}} if batch else {})}},
         "notes": notes,
+        **({"random_draws": converter.random_draws} if converter.random_draws else {}),
     }
     write_capture(out, module, manifest, converter.tensors)
     if example_data:

@@ -13,7 +13,6 @@
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define AC_RANDOM_FN __host__ __device__ __forceinline__
 #else
-#include <cstdint>
 #define AC_RANDOM_FN inline
 #endif
 

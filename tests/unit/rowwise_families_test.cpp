@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analysis/regions.h"
@@ -99,6 +100,18 @@ void expect_compiles(const std::map<std::string, std::string>& sources, const st
   for (const auto& [name, source] : sources) jobs.push_back({name, source});
   ASSERT_FALSE(jobs.empty());
   testing::expect_nvrtc_compiles(jobs, arch);
+}
+
+// The partition of a module's first function into regions: how many there are.
+size_t region_count(const ir::Module& module) { return analysis::form_regions(module, module.functions.front()).regions.size(); }
+
+// The row program of a module's first function taken as its first region, at T tokens.
+std::optional<plan::RowProgram> single_region_program(const ir::Module& module, int64_t T) {
+  const ir::Function& f = module.functions.front();
+  auto partition = analysis::form_regions(module, f);
+  auto unique = analysis::unique_regions(module, f, partition, {T, 1});
+  plan::RegionContext ctx{&module, &f, &partition.regions.front(), &unique.front().summary};
+  return plan::analyze_row_program(ctx);
 }
 
 TEST(RowwiseFamilies, EveryNormAndGatherRegionOfBothModelsIsMatched) {
@@ -221,12 +234,8 @@ TEST(RowProgram, RandomUniformIsALoadOfItsSeedAndOffset) {
 }
 )");
   ASSERT_TRUE(module.has_value()) << module.status().to_string();
-  const ir::Function& f = module->functions.front();
-  auto partition = analysis::form_regions(*module, f);
-  ASSERT_EQ(partition.regions.size(), 1u);
-  auto unique = analysis::unique_regions(*module, f, partition, {3, 1});
-  plan::RegionContext ctx{&*module, &f, &partition.regions.front(), &unique.front().summary};
-  auto program = plan::analyze_row_program(ctx);
+  ASSERT_EQ(region_count(*module), 1u);
+  auto program = single_region_program(*module, 3);
   ASSERT_TRUE(program.has_value());
   std::vector<const plan::RowProgram::Load*> random;
   for (const auto& load : program->loads)
@@ -272,12 +281,8 @@ TEST(RowProgram, VectorOfTIsRowsOfOneColumn) {
 }
 )");
   ASSERT_TRUE(module.has_value()) << module.status().to_string();
-  const ir::Function& f = module->functions.front();
-  auto partition = analysis::form_regions(*module, f);
-  ASSERT_EQ(partition.regions.size(), 1u);
-  auto unique = analysis::unique_regions(*module, f, partition, {37, 1});
-  plan::RegionContext ctx{&*module, &f, &partition.regions.front(), &unique.front().summary};
-  auto program = plan::analyze_row_program(ctx);
+  ASSERT_EQ(region_count(*module), 1u);
+  auto program = single_region_program(*module, 37);
   ASSERT_TRUE(program.has_value());
   EXPECT_EQ(program->cols, 1);
   EXPECT_EQ(program->lead, (std::vector<int64_t>{0}));
