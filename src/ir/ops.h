@@ -19,8 +19,8 @@
 //   random_uniform ()                        -> f32 of attr `shape` (dims: static, T or L): element i (row-major)
 //                                               is a float in [0, 1) that depends only on (attr `seed`, i):
 //                                               Philox4x32-10 (src/kernels/random.cuh). The same values in
-//                                               every call; a captured dropout in training mode is
-//                                               where(random_uniform >= p, x * 1/(1-p), 0)
+//                                               every call; a captured module's random draws lower to
+//                                               it (dropout: where(random_uniform >= p, x / (1-p), 0))
 // Gathers
 //   embedding     (table[V,H], ids i32[N])   -> [N,H]         rows of table; an id outside [0, V) is an error.
 //                                               A quantized table (ir/quant.h) needs attr dtype, the float
@@ -189,7 +189,7 @@ enum class OpKind : uint8_t {
   // Collectives (a module sharded for tensor parallelism).
   kAllReduce,
   kAllGather,
-  // Random numbers (a captured dropout in training mode), a source like arange.
+  // Random numbers (a captured module's random draws), a source like arange.
   kRandomUniform,
 };
 

@@ -1,4 +1,5 @@
-// Counter-based random numbers: the IR's random_uniform (ir/ops.h), which a captured dropout lowers to.
+// Counter-based random numbers: the IR's random_uniform (ir/ops.h), which a captured module's random draws
+// (dropout in training mode, rand, randn, bernoulli) lower to.
 //
 // Element i of random_uniform {seed} is a pure function of (seed, i): Philox4x32-10 (Salmon et al.,
 // "Parallel random numbers: as easy as 1, 2, 3", SC'11; the generator cuRAND and torch's CUDA dropout
@@ -7,7 +8,7 @@
 // the CPU interpreter draw the same value for the same element, in any order and any tiling, and a
 // candidate is validated against the interpreter like any other. This header is compiled by NVRTC
 // into kernels and by the host compiler into the interpreter (src/ir/interpreter_exec.cpp), so both
-// read this one definition; bench/kernelbench.py mirrors it in numpy to build the eager reference's mask.
+// read this one definition; python/agentcompile/random_ops.py mirrors it in numpy for the eager reference.
 #pragma once
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
